@@ -1,0 +1,447 @@
+"""The scratchpad of one decision: a mutable working copy that ends as `(state, commands)`.
+
+Kafka's controller mutates its ControllerContext and fills a ControllerBrokerRequestBatch while
+it handles an event, then sends the batch. A `Draft` plays both roles for one call of `step()`:
+it is created from a state, mutated by the subdomain handlers, and frozen by `finish()`. Nothing
+outside `step()` ever sees it, so `step()` stays a pure function.
+
+Two rules of the asynchronous shell live here:
+
+- Partition-state writes are optimistic: the draft records the value it expects ZooKeeper to
+  hold after the write (znode version + 1), so later decisions build on it. Each write keeps the
+  intents that produced it, so that a version conflict can be re-decided on fresh data.
+- Broker requests of a decision that writes partition states wait for the write's outcome (Kafka
+  sends its batch only after its synchronous ZooKeeper writes). They are parked in
+  `state.pending[write_id]` as an `Outbox` and released by `PartitionStatesWritten`.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from . import commands as C
+from .machines import (
+    PartitionState,
+    ReplicaState,
+    partition_transition_ok,
+    replica_transition_ok,
+)
+from .pmap import EMPTY, PMap, pmap
+from .state import ControllerState, PartitionInfo, config_value
+from .values import (
+    LEADER_DURING_DELETE,
+    NO_ZK_VERSION,
+    LeaderIsr,
+    PartitionView,
+    TopicPartition,
+)
+
+ALL = None
+"""UpdateMetadata for every partition with a leader (Kafka's "empty set means all")."""
+
+
+@attrs.frozen(slots=True)
+class Outbox:
+    """Broker requests and replies of a decision, waiting for its partition-state writes.
+
+    - `leader_and_isr`: (broker, (tp, ...), {tp sent with is_new}).
+    - `um_brokers` / `um_partitions`: UpdateMetadata recipients and partitions (None = all).
+    - `stop_replica`: (broker, delete, (tp, ...)).
+    - `intents`: (tp, (intent, ...)) to re-decide a partition whose write conflicted; an
+      intent is ("init",), ("elect", strategy), ("shrink", replica) or ("bump",).
+    """
+
+    leader_and_isr: tuple[tuple[int, tuple[TopicPartition, ...], frozenset[TopicPartition]], ...] = ()
+    um_brokers: frozenset[int] = frozenset()
+    um_partitions: tuple[TopicPartition, ...] | None = ()
+    stop_replica: tuple[tuple[int, bool, tuple[TopicPartition, ...]], ...] = ()
+    shutdown_replies: tuple[tuple[int, int], ...] = ()
+    election_replies: tuple[tuple[int, tuple[tuple[TopicPartition, str | None], ...]], ...] = ()
+    intents: PMap = EMPTY  # PMap[TopicPartition, tuple[tuple[str | int, ...], ...]]
+    cause: str = ""
+
+
+class Draft:
+    """Working copy of a `ControllerState` for one step (see the module docstring)."""
+
+    def __init__(self, state: ControllerState, cause: str):
+        self.base = state
+        self.cause = cause
+        self.config = state.config
+        self.epoch = state.epoch
+        self.active = state.active
+        self.epoch_zk_version = state.epoch_zk_version
+        self.brokers = state.brokers
+        self.shutting_down = state.shutting_down
+        self.seen_brokers = state.seen_brokers
+        self.topics = state.topics
+        self.topic_configs = state.topic_configs
+        self._map = state.partitions  # the partitions as of the last freeze
+        self._mut = None  # an open mutation of _map, if any write happened since
+        self.reassigning = state.reassigning
+        self.reassignment_plan = state.reassignment_plan
+        self.topics_to_delete = state.topics_to_delete
+        self.topics_deletion_started = state.topics_deletion_started
+        self.topics_ineligible_for_deletion = state.topics_ineligible_for_deletion
+        self.pending = state.pending
+        self.next_write_id = state.next_write_id
+        self._live = None
+        # the request batch
+        self.writes: dict[TopicPartition, C.PartitionWrite] = {}
+        self.intents: dict[TopicPartition, tuple] = {}
+        self.lai: dict[int, dict[TopicPartition, bool]] = {}
+        self.um_brokers: set[int] = set()
+        self.um_everyone = False  # UpdateMetadata to every live-or-shutting-down broker
+        self.um_all = False
+        self.um_tps: dict[TopicPartition, None] = {}
+        self.stop: dict[tuple[int, bool], dict[TopicPartition, None]] = {}
+        self.commands: list = []
+        self.log: dict[tuple, list[TopicPartition]] = {}
+        self.immediate: list = []  # commands that must precede this decision's writes
+        self.dirty_topics: set[str] = set()  # topic znodes to rewrite (reassignment)
+        self.plan_dirty = False  # /admin/reassign_partitions to rewrite
+        self.shutdown_replies: list[tuple[int, int]] = []
+        self.election_replies: list = []
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @property
+    def partitions(self):
+        """The partitions map as it stands, frozen (for scans; a mutation cannot be iterated)."""
+        if self._mut is not None:
+            self._map = self._mut.finish()
+            self._mut = None
+        return self._map
+
+    def info(self, tp: TopicPartition) -> PartitionInfo | None:
+        return (self._mut if self._mut is not None else self._map).get(tp)
+
+    @property
+    def live(self) -> frozenset[int]:
+        """Live brokers not shutting down (Kafka's liveBrokerIds)."""
+        if self._live is None:
+            self._live = frozenset(self.brokers.keys()) - self.shutting_down
+        return self._live
+
+    @property
+    def live_or_shutting_down(self) -> frozenset[int]:
+        return frozenset(self.brokers.keys())
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        info = self.topics.get(topic)
+        return [TopicPartition(topic, p) for p in range(info.partition_count)] if info else []
+
+    def unclean_allowed(self, topic: str) -> bool:
+        value = config_value(self.topic_configs.get(topic), "unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return value.strip().lower() == "true"
+
+    def queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_delete
+
+    # -- writes to the working copy ---------------------------------------------------------------
+
+    def put(self, tp: TopicPartition, info: PartitionInfo) -> None:
+        if self._mut is None:
+            self._mut = self._map.mutate()
+        self._mut[tp] = info
+
+    def drop(self, tp: TopicPartition) -> None:
+        if self._mut is None:
+            self._mut = self._map.mutate()
+        self._mut.pop(tp, None)
+
+    def set_brokers(self, brokers) -> None:
+        self.brokers = brokers
+        self._live = None
+
+    def set_shutting_down(self, ids: frozenset[int]) -> None:
+        self.shutting_down = ids
+        self._live = None
+
+    def record(self, from_state, to_state, tp: TopicPartition, replica: int = -1, ok: bool = True, detail: str = "") -> None:
+        """Add one entry to the state-change log (grouped by transition in `finish`)."""
+        key = (from_state, to_state, replica, ok, detail)
+        group = self.log.get(key)
+        if group is None:
+            self.log[key] = [tp]
+        else:
+            group.append(tp)
+
+    def reject(self, kind: str, reason: str) -> None:
+        self.commands.append(C.RejectRequest(kind=kind, reason=reason))
+
+    def command(self, command) -> None:
+        self.commands.append(command)
+
+    # -- state machines: checked transitions ----------------------------------------------------
+
+    def move_partition(self, tp: TopicPartition, target: PartitionState, info: PartitionInfo | None = None) -> bool:
+        """Move a partition to `target` if the table allows it; log either way."""
+        info = info if info is not None else self.info(tp)
+        current = info.state if info is not None else PartitionState.NON_EXISTENT
+        if not partition_transition_ok(current, target):
+            self.record(current, target, tp, ok=False, detail="illegal transition")
+            return False
+        if info is not None and current is not target:
+            self.put(tp, PartitionInfo(info.assignment, info.leader_isr, target, info.replica_states))
+        if current is not target or target is PartitionState.ONLINE:
+            self.record(current, target, tp)
+        return True
+
+    def move_replica(self, tp: TopicPartition, replica: int, target: ReplicaState) -> bool:
+        info = self.info(tp)
+        if info is None:
+            self.record(ReplicaState.NON_EXISTENT, target, tp, replica, ok=False, detail="unknown partition")
+            return False
+        current = info.replica_state(replica)
+        if not replica_transition_ok(current, target):
+            self.record(current, target, tp, replica, ok=False, detail="illegal transition")
+            return False
+        if current is not target:
+            new_state = None if target is ReplicaState.NON_EXISTENT else target
+            self.put(tp, info.with_replica_state(replica, new_state))
+            self.record(current, target, tp, replica)
+        return True
+
+    # -- partition state writes ---------------------------------------------------------------
+
+    def write_leader_isr(self, tp: TopicPartition, new: LeaderIsr, intent: tuple,
+                         info: PartitionInfo | None = None, state: PartitionState | None = None) -> None:
+        """Record a conditional write of `new` (whose zk_version is the version expected) and
+        keep the optimistic result (version + 1) in the working copy, optionally moving the
+        partition to `state` (already checked and logged by the caller) in the same put."""
+        info = info if info is not None else self.info(tp)
+        first = self.writes.get(tp)
+        if first is None:
+            expected = new.zk_version
+            self.intents[tp] = (intent,)
+        else:
+            expected = first.expected_version  # two changes in one step: one write
+            self.intents[tp] = self.intents[tp] + (intent,)
+        stored = LeaderIsr(new.leader, new.leader_epoch, new.isr, new.controller_epoch,
+                           0 if expected == NO_ZK_VERSION else expected + 1)
+        self.writes[tp] = C.PartitionWrite(tp, stored, expected)
+        self.put(tp, PartitionInfo(info.assignment, stored, state if state is not None else info.state,
+                                   info.replica_states))
+
+    # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
+
+    def send_leader_and_isr(self, brokers: Iterable[int], tp: TopicPartition, is_new: bool = False) -> None:
+        """LeaderAndIsr for `tp` to `brokers`, plus UpdateMetadata of `tp` to every broker,
+        as Kafka's addLeaderAndIsrRequestForBrokers does."""
+        lai = self.lai
+        for b in brokers:
+            per = lai.get(b)
+            if per is None:
+                lai[b] = {tp: is_new}
+            elif is_new or tp not in per:
+                per[tp] = is_new or per.get(tp, False)
+        self.um_everyone = True
+        if not self.um_all:
+            self.um_tps[tp] = None
+
+    def send_update_metadata(self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None) -> None:
+        """UpdateMetadata of `tps` (ALL: every partition with a leader) to `brokers`."""
+        self.um_brokers.update(brokers)
+        self._um_partitions(tps)
+
+    def send_update_metadata_to_all(self, tps: Iterable[TopicPartition] | None) -> None:
+        """UpdateMetadata of `tps` to every live-or-shutting-down broker (as they are when the
+        decision is finished)."""
+        self.um_everyone = True
+        self._um_partitions(tps)
+
+    def _um_partitions(self, tps) -> None:
+        if tps is ALL:
+            self.um_all = True
+        elif not self.um_all:
+            self.um_tps.update(dict.fromkeys(tps))
+
+    def send_stop_replica(self, broker: int, tp: TopicPartition, delete: bool) -> None:
+        self.stop.setdefault((broker, delete), {})[tp] = None
+
+    # -- finishing ------------------------------------------------------------------------------
+
+    def finish(self) -> tuple[ControllerState, tuple]:
+        """Freeze the working copy and produce the commands of this decision."""
+        commands: list = list(self.immediate)
+        log = self._log_command()
+        if log is not None:
+            commands.append(log)
+        outbox = self._outbox()
+        pending = self.pending
+        next_write_id = self.next_write_id
+        if self.writes:
+            write_id = next_write_id
+            next_write_id += 1
+            commands.append(self._write_command(write_id))
+            pending = pending.set(write_id, outbox)
+        commands.extend(self.commands)
+        parts = self._mut if self._mut is not None else self._map
+        for topic in sorted(self.dirty_topics):
+            info = self.topics.get(topic)
+            if info is not None:
+                commands.append(C.WriteTopicAssignment(topic=topic, partitions=tuple(
+                    (p, parts[TopicPartition(topic, p)].assignment) for p in range(info.partition_count))))
+        if self.plan_dirty:
+            commands.append(C.WriteReassignmentPlan(partitions=self.reassignment_plan))
+        state = self._state(pending, next_write_id)
+        if not self.writes and outbox is not None:
+            commands.extend(emit_outbox(state, outbox))
+        return state, tuple(commands)
+
+    def snapshot_state(self) -> ControllerState:
+        """The working copy as a state value, without finishing the draft."""
+        return self._state(self.pending, self.next_write_id)
+
+    def _state(self, pending, next_write_id) -> ControllerState:
+        base = self.base
+        partitions = self.partitions
+        return ControllerState(
+            config=base.config,
+            active=self.active,
+            epoch=self.epoch,
+            epoch_zk_version=self.epoch_zk_version,
+            brokers=self.brokers,
+            shutting_down=self.shutting_down,
+            seen_brokers=self.seen_brokers,
+            topics=self.topics,
+            topic_configs=self.topic_configs,
+            partitions=partitions,
+            reassigning=self.reassigning,
+            reassignment_plan=self.reassignment_plan,
+            topics_to_delete=self.topics_to_delete,
+            topics_deletion_started=self.topics_deletion_started,
+            topics_ineligible_for_deletion=self.topics_ineligible_for_deletion,
+            pending=pending,
+            next_write_id=next_write_id,
+        )
+
+    def _write_command(self, write_id: int) -> C.WritePartitionStates:
+        return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
+
+    def _outbox(self) -> Outbox | None:
+        if self.um_everyone:
+            self.um_brokers.update(self.brokers.keys())
+        if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies):
+            return None
+        return Outbox(
+            leader_and_isr=tuple(
+                (b, tuple(per), frozenset(tp for tp, new in per.items() if new)) for b, per in self.lai.items()),
+            um_brokers=frozenset(self.um_brokers),
+            um_partitions=ALL if self.um_all else tuple(self.um_tps),
+            stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()),
+            shutdown_replies=tuple(self.shutdown_replies),
+            election_replies=tuple(self.election_replies),
+            intents=pmap(self.intents),
+            cause=self.cause,
+        )
+
+    def _log_command(self) -> C.LogStateChanges | None:
+        if not self.log:
+            return None
+        entries = tuple(
+            C.StateChange(from_state=str(f), to_state=str(t), partitions=tuple(tps), replica=r, ok=ok, detail=d)
+            for (f, t, r, ok, d), tps in self.log.items()
+        )
+        return C.LogStateChanges(cause=self.cause, entries=entries)
+
+
+# -- releasing an outbox ------------------------------------------------------------------------
+
+
+def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionInfo, is_new: bool = False) -> PartitionView:
+    li = info.leader_isr
+    a = info.assignment
+    leader = LEADER_DURING_DELETE if tp.topic in state.topics_to_delete else li.leader
+    return PartitionView(tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas, a.adding, a.removing, is_new)
+
+
+def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset()) -> list:
+    """Turn a released outbox into broker requests, built from the current state (so they carry
+    the znode versions just written). Requests to brokers that are gone are dropped, and
+    partitions in `skip` (their write conflicted and is being re-decided) are left out."""
+    commands: list = []
+    brokers = state.brokers
+    parts = state.partitions
+    epoch = state.epoch
+    live_brokers = tuple(brokers[b] for b in sorted(brokers.keys()))
+    views: dict[TopicPartition, PartitionView] = {}
+
+    def view(tp: TopicPartition) -> PartitionView | None:
+        v = views.get(tp)
+        if v is None:
+            info = parts.get(tp)
+            if info is None or info.leader_isr is None:
+                return None
+            v = views[tp] = partition_view(state, tp, info)
+        return v
+
+    for b, tps, new_tps in outbox.leader_and_isr:
+        broker = brokers.get(b)
+        if broker is None:
+            continue
+        items = []
+        for tp in tps:
+            if tp in skip:
+                continue
+            v = view(tp)
+            if v is None:
+                continue
+            items.append(attrs.evolve(v, is_new=True) if tp in new_tps else v)
+        if items:
+            commands.append(C.SendLeaderAndIsr(
+                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
+                partitions=tuple(items), live_leaders=live_brokers))
+
+    if outbox.um_brokers:
+        if outbox.um_partitions is ALL:
+            tps: Iterable[TopicPartition] = parts.keys()
+        else:
+            tps = outbox.um_partitions
+        um = []
+        for tp in tps:
+            if tp in skip:
+                continue
+            v = view(tp)
+            if v is not None:
+                um.append(v)
+        um_tuple = tuple(um)
+        for b in sorted(outbox.um_brokers):
+            broker = brokers.get(b)
+            if broker is not None:
+                commands.append(C.SendUpdateMetadata(
+                    broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
+                    partitions=um_tuple, live_brokers=live_brokers))
+
+    for b, delete, tps in outbox.stop_replica:
+        broker = brokers.get(b)
+        if broker is not None and tps:
+            commands.append(C.SendStopReplica(
+                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch, delete=delete, partitions=tps))
+
+    for request_id, broker_id in outbox.shutdown_replies:
+        commands.append(C.ReplyControlledShutdown(
+            request_id=request_id, broker_id=broker_id, error=None,
+            partitions_remaining=partitions_led_by(state, broker_id)))
+
+    for request_id, results in outbox.election_replies:
+        commands.append(C.ReplyLeaderElection(request_id=request_id, results=results))
+    return commands
+
+
+def partitions_led_by(state: ControllerState, broker_id: int) -> tuple[TopicPartition, ...]:
+    """Kafka's replicatedPartitionsBrokerLeads: replicated partitions of topics not being
+    deleted whose leader is `broker_id` (what a controlled shutdown still waits for)."""
+    led = []
+    to_delete = state.topics_to_delete
+    for tp, info in state.partitions.items():
+        li = info.leader_isr
+        if li is not None and li.leader == broker_id and len(info.assignment.replicas) > 1 and tp.topic not in to_delete:
+            led.append(tp)
+    led.sort()
+    return tuple(led)
+

@@ -1,0 +1,120 @@
+"""Becoming the controller (Kafka's onControllerFailover), from a full snapshot of ZooKeeper.
+
+Order matters and follows Kafka: the context is rebuilt from the snapshot, UpdateMetadata goes
+to every live broker before anything else, then the replica and partition state machines start
+(live replicas Online and told their state, dead ones Offline and out of the ISR, leaderless
+partitions elected), then reassignments, deletions and preferred elections left pending by the
+previous controller resume, and the rebalance timer is armed.
+"""
+from __future__ import annotations
+
+from . import commands as C
+from . import deletion
+from . import partitions as P
+from . import reassignment
+from . import rebalance
+from . import replicas as R
+from .draft import ALL, Draft, Outbox, emit_outbox
+from .events import ControllerElected
+from .machines import PartitionState, ReplicaState
+from .pmap import pmap
+from .state import ControllerState, PartitionInfo, TopicInfo, _pair
+from .topics import validate_assignment
+from .values import ReplicaAssignment, TopicPartition
+
+
+def on_elected(state: ControllerState, event: ControllerElected) -> tuple[ControllerState, tuple]:
+    snap = event.snapshot
+    brokers = pmap({b.broker_id: b for b in snap.brokers})
+    live = frozenset(brokers.keys())
+    leader_isrs = dict(snap.partition_states)
+    rejected = []
+    topics = {}
+    parts = pmap().mutate()
+    for topic, assignment in snap.topics:
+        assignment = dict(assignment)
+        reason = validate_assignment(assignment)
+        if reason is not None:
+            rejected.append(f"topic {topic}: {reason}; ignoring it")
+            continue
+        topics[topic] = TopicInfo(len(assignment))
+        for p, ra in assignment.items():
+            tp = TopicPartition(topic, p)
+            li = leader_isrs.get(tp)
+            if li is None:
+                pstate = PartitionState.NEW
+            else:
+                pstate = PartitionState.ONLINE if li.leader in live else PartitionState.OFFLINE
+            rstates = tuple(_pair(r, ReplicaState.ONLINE if r in live else ReplicaState.DELETION_INELIGIBLE)
+                            for r in ra.replicas)
+            parts[tp] = PartitionInfo(ra, li, pstate, rstates)
+    for topic, problem in snap.malformed_topics:
+        rejected.append(f"topic {topic}: malformed topic znode ({problem}); ignoring it")
+    base = ControllerState(
+        config=state.config,
+        active=True,
+        epoch=event.epoch,
+        epoch_zk_version=event.epoch_zk_version,
+        brokers=brokers,
+        seen_brokers=live | state.seen_brokers,
+        topics=pmap(topics),
+        topic_configs=pmap({t: tuple(sorted(c)) for t, c in snap.topic_configs if c}),
+        partitions=parts.finish(),
+        next_write_id=state.next_write_id,
+    )
+    d = Draft(base, cause=f"ControllerElected(epoch {event.epoch})")
+    for reason in rejected:
+        d.reject("topic", reason)
+    _init_deletion(d, snap.topics_to_delete)
+    # 1. UpdateMetadata to every live broker before any other request
+    d.immediate.extend(emit_outbox(d.snapshot_state(), Outbox(um_brokers=live, um_partitions=ALL)))
+    # 2. replica state machine: live replicas stay Online and are told their state ...
+    offline_replicas = []
+    for tp, info in d.partitions.items():
+        replicas = info.assignment.replicas
+        if info.leader_isr is not None:
+            d.send_leader_and_isr([r for r in replicas if r in live], tp)
+        offline_replicas.extend((tp, r) for r in replicas if r not in live)
+    # ... dead ones go Offline and leave the ISR
+    offline_replicas.sort()
+    R.move(d, [(tp, r) for tp, r in offline_replicas if not d.queued_for_deletion(tp.topic)], ReplicaState.OFFLINE)
+    # 3. partition state machine: elect New and Offline partitions
+    P.trigger_online_state_change(d)
+    # 4. reassignments: the admin znode first, then those persisted in topic znodes
+    if snap.reassignment is not None:
+        r = snap.reassignment
+        reassignment.on_reassignment_requested(d, r.exists, r.partitions, r.problem)
+    reassignment.resume_in_progress(d)
+    # 5. deletions
+    deletion.resume(d)
+    # 6. a preferred election requested while there was no controller
+    if snap.preferred_election is not None:
+        pe = snap.preferred_election
+        rebalance.on_preferred_requested(d, pe.exists, pe.partitions, pe.problem)
+    # 7. the rebalance timer
+    if state.config.auto_leader_rebalance_enable:
+        d.command(C.ScheduleTimer(name=rebalance.REBALANCE_TIMER, delay_ms=rebalance.FIRST_REBALANCE_DELAY_MS))
+    return d.finish()
+
+
+def _init_deletion(d: Draft, requested: frozenset[str]) -> None:
+    unknown = sorted(t for t in requested if t not in d.topics)
+    if unknown:
+        d.reject("topic deletion", f"ignoring request to delete non-existing topics {', '.join(unknown)}")
+        d.command(C.DeleteTopicDeletionRequests(topics=tuple(unknown)))
+    queued = frozenset(t for t in requested if t in d.topics)
+    if not queued:
+        return
+    if not d.config.delete_topic_enable:
+        d.command(C.DeleteTopicDeletionRequests(topics=tuple(sorted(queued))))
+        return
+    live = d.live
+    ineligible = set()
+    for topic in queued:
+        for tp in d.partitions_of(topic):
+            a = d.info(tp).assignment
+            if a.is_being_reassigned or any(r not in live for r in a.replicas):
+                ineligible.add(topic)
+                break
+    d.topics_to_delete = queued
+    d.topics_ineligible_for_deletion = frozenset(ineligible)

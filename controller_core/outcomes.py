@@ -1,0 +1,80 @@
+"""What the core does with the outcome of its partition-state writes.
+
+Landed writes release the broker requests parked with them. A write that hit a version conflict
+(a partition leader changed the ISR in between) is re-decided from the znode's current content
+by re-applying the intents that produced it, and goes out again; its requests move with it.
+A state written by a newer controller is left alone.
+"""
+from __future__ import annotations
+
+from . import partitions as P
+from . import replicas as R
+from .draft import Draft, emit_outbox
+from .events import PartitionStatesWritten
+from .machines import PartitionState
+from .state import ControllerState, PartitionInfo
+
+
+def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[ControllerState, tuple]:
+    outbox = state.pending.get(event.write_id)
+    if outbox is None:
+        return state, ()
+    d = Draft(state, cause=f"PartitionStatesWritten({event.write_id})")
+    d.pending = state.pending.delete(event.write_id)
+    for tp, version in event.versions:
+        info = d.info(tp)
+        if info is not None and info.leader_isr is not None and info.leader_isr.zk_version < version:
+            d.put(tp, PartitionInfo(info.assignment, info.leader_isr.with_version(version), info.state, info.replica_states))
+    for tp, fresh in event.conflicts:
+        info = d.info(tp)
+        if info is not None:
+            d.put(tp, PartitionInfo(info.assignment, fresh, info.state, info.replica_states))
+    state1, commands1 = d.finish()
+    skip = frozenset(tp for tp, _ in event.conflicts)
+    released = emit_outbox(state1, outbox, skip)
+    if not skip:
+        return state1, commands1 + tuple(released)
+    retry = Draft(state1, cause=f"retry of write {event.write_id} after version conflicts")
+    intents = dict(outbox.intents)
+    for tp, fresh in event.conflicts:
+        info = retry.info(tp)
+        if info is None:
+            continue
+        if fresh is None:
+            retry.record(info.state, info.state, tp, ok=False, detail="the state znode is missing")
+            continue
+        if fresh.controller_epoch > retry.epoch:
+            retry.record(info.state, info.state, tp, ok=False,
+                         detail=f"state written by a newer controller epoch ({fresh.controller_epoch})")
+            continue
+        for intent in intents.get(tp, ()):
+            _reapply(retry, tp, intent)
+    state2, commands2 = retry.finish()
+    return state2, commands1 + tuple(released) + commands2
+
+
+def _reapply(d: Draft, tp, intent) -> None:
+    kind = intent[0]
+    info = d.info(tp)
+    li = info.leader_isr
+    if kind == "init":
+        # someone created the state first: adopt it, and elect if its leader is gone
+        live = d.live
+        if li.leader not in live:
+            d.move_partition(tp, PartitionState.OFFLINE)
+            P.to_online(d, (tp,), P.OFFLINE)
+        else:
+            d.send_leader_and_isr([r for r in info.assignment.replicas if r in live], tp, is_new=True)
+    elif kind == "elect":
+        if P.elect(d, tp, intent[1]) is not None and li.leader not in d.live:
+            d.move_partition(tp, PartitionState.OFFLINE)
+    elif kind == "shrink":
+        replica = intent[1]
+        R.shrink_isr(d, tp, replica)
+        if not d.queued_for_deletion(tp.topic):
+            d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
+    elif kind == "bump":
+        d.write_leader_isr(tp, li.with_leader(li.leader, li.isr, d.epoch), ("bump",), info)
+        d.send_leader_and_isr(info.assignment.replicas, tp)
+    else:
+        raise ValueError(f"unknown write intent {intent!r}")

@@ -1,0 +1,139 @@
+"""The partition state machine's actions (Kafka's ZkPartitionStateMachine), on a Draft.
+
+Moving partitions to OnlinePartition is where leaders are chosen: a New partition gets its first
+leader and ISR (its live replicas), an Offline or Online one is re-elected with one of the four
+strategies of `election.py`. Results are conditional writes of the state znode plus LeaderAndIsr
+requests to the replicas; the writes' expected versions come from the draft.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from . import election
+from .draft import Draft
+from .machines import PartitionState
+from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION, LeaderIsr, TopicPartition
+
+OFFLINE = "offline"
+OFFLINE_UNCLEAN = "offline-unclean"  # an admin-requested UNCLEAN election: unclean allowed
+REASSIGN = "reassign"
+PREFERRED = "preferred"
+CONTROLLED_SHUTDOWN = "controlled-shutdown"
+STRATEGIES = (OFFLINE, OFFLINE_UNCLEAN, REASSIGN, PREFERRED, CONTROLLED_SHUTDOWN)
+
+P = PartitionState
+NEW, ONLINE, OFFLINE_STATE = P.NEW, P.ONLINE, P.OFFLINE  # plain names: enum attribute lookups are slow
+
+
+def to_online(d: Draft, tps: Iterable[TopicPartition], strategy: str = OFFLINE) -> dict[TopicPartition, str | None]:
+    """Kafka's handleStateChanges(partitions, OnlinePartition, strategy).
+
+    Returns each partition's error (None on success)."""
+    results: dict[TopicPartition, str | None] = {}
+    for tp in tps:
+        info = d.info(tp)
+        current = info.state if info is not None else P.NON_EXISTENT
+        if current is not ONLINE and current is not OFFLINE_STATE and current is not NEW:
+            d.record(current, ONLINE, tp, ok=False, detail="illegal transition")
+            results[tp] = "illegal state transition"
+        elif current is NEW:
+            results[tp] = initialize(d, tp)
+        else:
+            results[tp] = elect(d, tp, strategy)
+    return results
+
+
+def initialize(d: Draft, tp: TopicPartition) -> str | None:
+    """New -> Online: the first live replica leads, the live replicas form the ISR."""
+    info = d.info(tp)
+    live = d.live
+    live_replicas = tuple(r for r in info.assignment.replicas if r in live)
+    if not live_replicas:
+        reason = "no assigned replica is alive"
+        d.record(P.NEW, P.ONLINE, tp, ok=False, detail=reason)
+        return reason
+    li = LeaderIsr(live_replicas[0], INITIAL_LEADER_EPOCH, live_replicas, d.epoch, NO_ZK_VERSION)
+    d.record(NEW, ONLINE, tp)
+    d.write_leader_isr(tp, li, ("init",), info, ONLINE)
+    d.send_leader_and_isr(live_replicas, tp, is_new=True)
+    return None
+
+
+def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
+    """Run one election strategy for `tp` on the draft: `(new LeaderIsr, recipients, unclean)`,
+    or an error string. Shared by first decisions and by retries after a version conflict."""
+    if info is None:
+        info = d.info(tp)
+    li = info.leader_isr if info is not None else None
+    if li is None:
+        return "partition has no leader and ISR state"
+    if li.controller_epoch > d.epoch:
+        return (f"aborted leader election: the state was written by controller epoch "
+                f"{li.controller_epoch}, newer than ours ({d.epoch})")
+    replicas = info.assignment.replicas
+    if strategy == OFFLINE or strategy == OFFLINE_UNCLEAN:
+        live = d.live
+        result = election.offline(replicas, li.isr, live, False)
+        if result is None and (strategy == OFFLINE_UNCLEAN or d.unclean_allowed(tp.topic)):
+            result = election.offline(replicas, li.isr, live, True)
+        recipients = [r for r in replicas if r in live]
+    elif strategy == REASSIGN:
+        live = d.live
+        target = info.assignment.target_replicas
+        result = election.reassign(target, li.isr, live)
+        recipients = [r for r in target if r in live]
+    elif strategy == PREFERRED:
+        live = d.live
+        result = election.preferred(replicas, li.isr, live)
+        recipients = [r for r in replicas if r in live]
+    elif strategy == CONTROLLED_SHUTDOWN:
+        everyone = d.live_or_shutting_down
+        result = election.controlled_shutdown(replicas, li.isr, everyone, d.shutting_down)
+        recipients = [r for r in replicas if r in everyone]
+    else:
+        raise ValueError(f"unknown election strategy {strategy!r}")
+    if result is None:
+        return f"no eligible leader under the {strategy} strategy (isr {list(li.isr)})"
+    leader, isr, unclean = result
+    return li.with_leader(leader, isr, d.epoch), recipients, unclean
+
+
+def elect(d: Draft, tp: TopicPartition, strategy: str) -> str | None:
+    """Online/Offline -> Online through an election; on failure the state is left alone."""
+    info = d.info(tp)
+    current = info.state
+    chosen = choose(d, tp, strategy, info)
+    if isinstance(chosen, str):
+        d.record(current, ONLINE, tp, ok=False, detail=chosen)
+        return chosen
+    new, recipients, unclean = chosen
+    d.record(current, ONLINE, tp, detail="unclean leader election" if unclean else "")
+    d.write_leader_isr(tp, new, ("elect", strategy), info, ONLINE)
+    d.send_leader_and_isr(recipients, tp)
+    return None
+
+
+def to_offline(d: Draft, tps: Iterable[TopicPartition]) -> None:
+    for tp in tps:
+        d.move_partition(tp, P.OFFLINE)
+
+
+def to_non_existent(d: Draft, tps: Iterable[TopicPartition]) -> None:
+    for tp in tps:
+        d.move_partition(tp, P.NON_EXISTENT)
+
+
+def trigger_online_state_change(d: Draft, topic: str | None = None) -> None:
+    """Kafka's triggerOnlinePartitionStateChange: elect every New or Offline partition of topics
+    not queued for deletion (of one topic when given)."""
+    if topic is not None:
+        candidates = [tp for tp in d.partitions_of(topic)
+                      if d.info(tp).state is NEW or d.info(tp).state is OFFLINE_STATE]
+    else:
+        to_delete = d.topics_to_delete
+        candidates = [tp for tp, info in d.partitions.items()
+                      if (info.state is NEW or info.state is OFFLINE_STATE) and tp.topic not in to_delete]
+    if topic is not None and d.queued_for_deletion(topic):
+        return
+    candidates.sort()
+    to_online(d, candidates, OFFLINE)

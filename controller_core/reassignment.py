@@ -1,0 +1,195 @@
+"""Partition reassignment (seed 000 section 2; Kafka 2.4's onPartitionReassignment), on a Draft.
+
+With OAR the original replicas and RAR (TRS) the target:
+
+- A (not complete): RS = OAR + RAR with AR/RR persisted in the topic znode, leader epoch
+  bumped and LeaderAndIsr sent to every replica, new replicas started (NewReplica). The
+  controller then watches the partition's state znode until every target is in the ISR.
+- B (complete): new replicas Online, RS = RAR, the leader moved if it is not a target (or is
+  dead), removed replicas taken out of the ISR, stopped and deleted, the topic znode written,
+  the partition dropped from `/admin/reassign_partitions`, and every broker told.
+
+A reassignment whose targets are offline simply waits in phase A and resumes when they return.
+"""
+from __future__ import annotations
+
+from . import commands as C
+from . import deletion
+from . import partitions as P
+from . import replicas as R
+from .draft import Draft
+from .machines import ReplicaState
+from .state import PartitionInfo
+from .values import ReplicaAssignment, TopicPartition
+
+RS = ReplicaState
+
+
+def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None) -> None:
+    """`/admin/reassign_partitions` changed. Bad entries are rejected and removed from the
+    znode; entries already in progress with the same target are left alone (the znode fires
+    again on every rewrite, including the controller's own)."""
+    if not exists:
+        d.reassignment_plan = ()
+        return
+    if problem is not None:
+        d.reject("partition reassignment", f"malformed /admin/reassign_partitions: {problem}; removing it")
+        d.reassignment_plan = ()
+        d.command(C.WriteReassignmentPlan(partitions=()))
+        return
+    kept = []
+    changed = False
+    known_brokers = None
+    for tp, target in plan:
+        target = tuple(target)
+        if known_brokers is None:
+            known_brokers = _known_brokers(d)
+        reason = validate(d, tp, target, known_brokers)
+        if reason is not None:
+            d.reject("partition reassignment", f"{tp}: {reason}")
+            changed = True
+            continue
+        info = d.info(tp)
+        if tp in d.reassigning:
+            if info.assignment.target_replicas != target:
+                kept.append((tp, target))
+                on_partition_reassignment(d, tp, info.assignment.reassign_to(target))
+            else:
+                kept.append((tp, target))
+            continue
+        if info.assignment.replicas == target:
+            d.reject("partition reassignment", f"{tp}: replicas are already {list(target)}; nothing to do")
+            changed = True
+            continue
+        kept.append((tp, target))
+    d.reassignment_plan = tuple(kept)
+    for tp, target in kept:
+        if tp not in d.reassigning:
+            on_partition_reassignment(d, tp, d.info(tp).assignment.reassign_to(target))
+    if changed:
+        d.plan_dirty = True
+
+
+def _known_brokers(d: Draft) -> frozenset[int]:
+    known = set(d.brokers.keys()) | set(d.seen_brokers)
+    for info in d.partitions.values():
+        known.update(info.assignment.replicas)
+    return frozenset(known)
+
+
+def validate(d: Draft, tp: TopicPartition, target: tuple, known_brokers: frozenset[int]) -> str | None:
+    """Why a requested target is unacceptable, or None. Offline brokers are acceptable (the
+    reassignment waits for them); brokers the cluster has never known are not."""
+    if d.info(tp) is None or d.topics.get(tp.topic) is None:
+        return "unknown topic or partition"
+    if d.queued_for_deletion(tp.topic):
+        return "the topic is being deleted"
+    if not target:
+        return "empty replica list"
+    if any(type(r) is not int or r < 0 for r in target):
+        return f"invalid broker id in {list(target)}"
+    if len(set(target)) != len(target):
+        return f"duplicate replicas in {list(target)}"
+    unknown = sorted(r for r in target if r not in known_brokers)
+    if unknown:
+        return f"unknown broker(s) {unknown}"
+    return None
+
+
+def is_complete(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> bool:
+    li = d.info(tp).leader_isr
+    if li is None:
+        return False
+    isr = li.isr
+    return all(r in isr for r in ra.target_replicas)
+
+
+def on_partition_reassignment(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> None:
+    deletion.mark_ineligible(d, (tp.topic,))
+    _update_current(d, tp, ra)
+    if not is_complete(d, tp, ra):
+        _bump_leader_epoch_and_send(d, tp, ra)  # A1
+        # A2; replicas already started (a resumed reassignment) keep their state
+        R.move(d, [(tp, r) for r in ra.adding if d.info(tp).replica_state(r) is RS.NON_EXISTENT], RS.NEW)
+        return
+    R.move(d, [(tp, r) for r in ra.adding], RS.ONLINE)  # B1
+    completed = ReplicaAssignment(ra.target_replicas)
+    _set_assignment(d, tp, completed)  # B2
+    _move_leader_if_required(d, tp, completed)  # B3
+    _stop_removed(d, tp, ra.removing)  # B4, B5
+    d.dirty_topics.add(tp.topic)  # B6
+    _remove_from_reassigning(d, tp, completed)  # B7
+    d.send_update_metadata_to_all((tp,))  # B8
+    deletion.resume_for_topics(d, (tp.topic,))
+
+
+def maybe_complete(d: Draft, tp: TopicPartition) -> None:
+    """A reassigning partition's ISR changed: finish the reassignment once targets caught up."""
+    if tp in d.reassigning:
+        ra = d.info(tp).assignment
+        if is_complete(d, tp, ra):
+            on_partition_reassignment(d, tp, ra)
+
+
+def _set_assignment(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> None:
+    info = d.info(tp)
+    d.put(tp, PartitionInfo(ra, info.leader_isr, info.state, info.replica_states))
+
+
+def _update_current(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> None:
+    current = d.info(tp).assignment
+    if current != ra:
+        d.dirty_topics.add(tp.topic)  # U1
+        _set_assignment(d, tp, ra)  # U2
+        unneeded = [r for r in current.replicas if r not in ra.replicas]
+        if unneeded:
+            _stop_removed(d, tp, unneeded)
+    if tp not in d.reassigning:
+        d.reassigning = d.reassigning | {tp}
+        d.command(C.WatchPartitionStates(partitions=(tp,)))
+
+
+def _bump_leader_epoch_and_send(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> None:
+    info = d.info(tp)
+    li = info.leader_isr
+    if li is None or li.controller_epoch > d.epoch:
+        d.record(info.state, info.state, tp, ok=False,
+                 detail="cannot send LeaderAndIsr with the new assignment: no leader state or a newer controller wrote it")
+        return
+    d.write_leader_isr(tp, li.with_leader(li.leader, li.isr, d.epoch), ("bump",), info)
+    d.send_leader_and_isr(ra.replicas, tp)
+
+
+def _move_leader_if_required(d: Draft, tp: TopicPartition, completed: ReplicaAssignment) -> None:
+    li = d.info(tp).leader_isr
+    if li is not None and li.leader in completed.replicas and li.leader in d.live:
+        _bump_leader_epoch_and_send(d, tp, completed)
+    else:
+        P.to_online(d, (tp,), P.REASSIGN)
+
+
+def _stop_removed(d: Draft, tp: TopicPartition, removed) -> None:
+    replicas = [(tp, r) for r in removed]
+    R.move(d, replicas, RS.OFFLINE)
+    R.move(d, replicas, RS.DELETION_STARTED)
+    R.move(d, replicas, RS.DELETION_SUCCESSFUL)
+    R.move(d, replicas, RS.NON_EXISTENT)
+
+
+def _remove_from_reassigning(d: Draft, tp: TopicPartition, completed: ReplicaAssignment) -> None:
+    if tp in d.reassigning:
+        d.reassigning = d.reassigning - {tp}
+        d.command(C.UnwatchPartitionStates(partitions=(tp,)))
+        remaining = tuple(e for e in d.reassignment_plan if e[0] != tp)
+        if len(remaining) != len(d.reassignment_plan):
+            d.reassignment_plan = remaining
+            d.plan_dirty = True
+
+
+def resume_in_progress(d: Draft) -> None:
+    """At failover: restart reassignments persisted in topic znodes (adding/removing set) that
+    the admin znode did not already cover."""
+    resumable = sorted(tp for tp, info in d.partitions.items()
+                       if info.assignment.is_being_reassigned and tp not in d.reassigning)
+    for tp in resumable:
+        on_partition_reassignment(d, tp, d.info(tp).assignment)

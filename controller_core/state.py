@@ -1,0 +1,154 @@
+"""The controller's state: Kafka's ControllerContext as one immutable value.
+
+`ControllerState` is what `step()` takes and returns. Per-partition data lives in one record
+(`PartitionInfo`) in one persistent map, so a decision touching a partition costs one map write,
+and an event touching one partition of 100,000 copies nothing else.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import attrs
+
+from .machines import PartitionState, ReplicaState
+from .pmap import EMPTY, PMap
+from .values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+
+
+@attrs.frozen(kw_only=True)
+class ControllerConfig:
+    """The node configuration keys the controller's decisions depend on (Kafka's names in the
+    `kctl node --set` keys; see README)."""
+
+    broker_id: int
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
+    delete_topic_enable: bool = True
+
+
+_PAIR_CACHE: dict[tuple[int, ReplicaState], tuple[int, ReplicaState]] = {}
+
+
+def _pair(replica: int, state: ReplicaState) -> tuple[int, ReplicaState]:
+    # Replica-state pairs are few distinct values; sharing them keeps 300,000 replicas small.
+    key = (replica, state)
+    pair = _PAIR_CACHE.get(key)
+    if pair is None:
+        pair = _PAIR_CACHE.setdefault(key, key)
+    return pair
+
+
+@attrs.frozen(slots=True)
+class PartitionInfo:
+    """Everything the controller knows about one partition.
+
+    `replica_states` holds `(broker, ReplicaState)` pairs for every replica that has a state
+    (a replica without an entry is NonExistentReplica).
+    """
+
+    assignment: ReplicaAssignment
+    leader_isr: LeaderIsr | None
+    state: PartitionState
+    replica_states: tuple[tuple[int, ReplicaState], ...] = ()
+
+    def replica_state(self, replica: int) -> ReplicaState:
+        for r, s in self.replica_states:
+            if r == replica:
+                return s
+        return ReplicaState.NON_EXISTENT
+
+    def with_replica_state(self, replica: int, state: ReplicaState | None) -> "PartitionInfo":
+        """A copy with one replica's state set (None removes the entry: NonExistentReplica)."""
+        states = self.replica_states
+        for i, pair in enumerate(states):
+            if pair[0] == replica:
+                if state is None:
+                    states = states[:i] + states[i + 1:]
+                else:
+                    states = states[:i] + (_pair(replica, state),) + states[i + 1:]
+                break
+        else:
+            if state is not None:
+                states = states + (_pair(replica, state),)
+        return PartitionInfo(self.assignment, self.leader_isr, self.state, states)
+
+
+@attrs.frozen(slots=True)
+class TopicInfo:
+    """A topic's partition count (its partitions are numbered 0..count-1)."""
+
+    partition_count: int
+
+
+def config_value(config: tuple[tuple[str, str], ...] | None, key: str) -> str | None:
+    for k, v in config or ():
+        if k == key:
+            return v
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class ControllerState:
+    """Kafka's ControllerContext plus the bookkeeping of an asynchronous shell.
+
+    - `brokers`: live or shutting-down brokers (Kafka's liveOrShuttingDownBrokers) by id
+      (`PMap[int, BrokerInfo]`).
+    - `topics`: `PMap[str, TopicInfo]`; `topic_configs`: `PMap[str, tuple[(key, value), ...]]`,
+      kept apart so that a config may arrive before or after its topic.
+    - `partitions`: `PMap[TopicPartition, PartitionInfo]`.
+    - `seen_brokers`: every broker id this controller has seen registered (a reassignment to a
+      broker that is neither seen nor hosting any replica is rejected as unknown).
+    - `pending`: decisions whose partition-state writes are in flight, by write id; their
+      broker requests go out only when ZooKeeper has accepted the writes.
+    """
+
+    config: ControllerConfig
+    active: bool = False
+    epoch: int = 0
+    epoch_zk_version: int = -1
+    brokers: PMap = EMPTY
+    shutting_down: frozenset[int] = frozenset()
+    seen_brokers: frozenset[int] = frozenset()
+    topics: PMap = EMPTY
+    topic_configs: PMap = EMPTY
+    partitions: PMap = EMPTY
+    reassigning: frozenset[TopicPartition] = frozenset()
+    reassignment_plan: tuple[tuple[TopicPartition, tuple[int, ...]], ...] = ()
+    topics_to_delete: frozenset[str] = frozenset()
+    topics_deletion_started: frozenset[str] = frozenset()
+    topics_ineligible_for_deletion: frozenset[str] = frozenset()
+    pending: PMap = EMPTY  # PMap[int, draft.Outbox]
+    next_write_id: int = 1
+
+    # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
+
+    @property
+    def live_broker_ids(self) -> frozenset[int]:
+        """Live brokers that are not shutting down (Kafka's liveBrokerIds)."""
+        return frozenset(self.brokers.keys()) - self.shutting_down
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        return self.partitions.get(tp)
+
+    def partitions_of(self, topic: str) -> Iterator[TopicPartition]:
+        info = self.topics.get(topic)
+        if info is not None:
+            for p in range(info.partition_count):
+                yield TopicPartition(topic, p)
+
+    def unclean_allowed(self, topic: str) -> bool:
+        """The topic's `unclean.leader.election.enable`, falling back to the node default."""
+        value = config_value(self.topic_configs.get(topic), "unclean.leader.election.enable")
+        if value is None:
+            return self.config.unclean_leader_election_enable
+        return value.strip().lower() == "true"
+
+    def is_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self.topics_to_delete
+
+
+def initial_state(config: ControllerConfig) -> ControllerState:
+    """The state of a node that is not (yet) the controller."""
+    return ControllerState(config=config)

@@ -1,0 +1,121 @@
+"""The controller's one entry point: `step(state, event) -> (state, commands)`.
+
+A dispatcher and nothing else: each event type goes to its subdomain handler, which works on a
+`Draft` of the state. A node that is not the controller ignores everything but its election
+(and answers broker requests with NOT_CONTROLLER), like Kafka's `if (!isActive) return`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, topics
+from . import commands as C
+from . import events as E
+from . import failover
+from .draft import Draft
+from .state import ControllerState
+
+NOT_CONTROLLER = "NOT_CONTROLLER: this node is not the active controller"
+
+
+def step(state: ControllerState, event) -> tuple[ControllerState, tuple]:
+    """Apply one event; return the new state and the commands to execute, in order."""
+    handler = _HANDLERS.get(type(event))
+    if handler is None:
+        raise TypeError(f"not a controller event: {event!r}")
+    if not state.active and type(event) not in _WHEN_INACTIVE:
+        return state, ()
+    return handler(state, event)
+
+
+def _drafted(fn: Callable[[Draft, object], None]):
+    def handler(state: ControllerState, event) -> tuple[ControllerState, tuple]:
+        d = Draft(state, cause=type(event).__name__)
+        fn(d, event)
+        return d.finish()
+    return handler
+
+
+def _resigned(state: ControllerState, event) -> tuple[ControllerState, tuple]:
+    # Kafka's onControllerResignation: forget the context; a later election rebuilds it
+    return ControllerState(config=state.config, seen_brokers=state.seen_brokers,
+                           next_write_id=state.next_write_id), ()
+
+
+def _fenced(state: ControllerState, event: E.ControllerFenced) -> tuple[ControllerState, tuple]:
+    if not state.active:
+        return state, ()
+    new_state, _ = _resigned(state, event)
+    return new_state, (C.Resign(reason=event.reason),)
+
+
+def _shutdown_request(state: ControllerState, event: E.ControlledShutdownRequested):
+    if not state.active:
+        return state, (C.ReplyControlledShutdown(request_id=event.request_id, broker_id=event.broker_id,
+                                                 error=NOT_CONTROLLER),)
+    return _drafted(lambda d, e: shutdown.on_controlled_shutdown(d, e.request_id, e.broker_id, e.broker_epoch))(state, event)
+
+
+def _election_request(state: ControllerState, event: E.LeaderElectionRequested):
+    if not state.active:
+        tps = event.partitions or ()
+        return state, (C.ReplyLeaderElection(request_id=event.request_id,
+                                             results=tuple((tp, NOT_CONTROLLER) for tp in tps)),)
+    return _drafted(lambda d, e: rebalance.on_leader_election_requested(
+        d, e.request_id, e.election_type, e.partitions))(state, event)
+
+
+def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
+    """Partition leaders changed ISRs: refresh the cache, tell every broker (ISR change
+    notifications), and finish reassignments whose targets have all joined the ISR."""
+    from .state import PartitionInfo
+
+    changed = []
+    for tp, li in event.states:
+        info = d.info(tp)
+        if info is None or li is None:
+            continue
+        cached = info.leader_isr
+        if cached is None or (li.zk_version >= cached.zk_version and li != cached):
+            d.put(tp, PartitionInfo(info.assignment, li, info.state, info.replica_states))
+            changed.append(tp)
+    if changed and event.source == "isr_change":
+        d.send_update_metadata_to_all(changed)
+    for tp, _ in event.states:
+        reassignment.maybe_complete(d, tp)
+
+
+def _responded(d: Draft, event: E.LeaderAndIsrResponded) -> None:
+    for tp, error in event.errors:
+        d.reject("LeaderAndIsr response", f"broker {event.broker_id} failed {tp}: {error}")
+
+
+def _timer(d: Draft, event: E.TimerFired) -> None:
+    if event.name == rebalance.REBALANCE_TIMER:
+        rebalance.on_rebalance_timer(d)
+
+
+_HANDLERS: dict[type, Callable] = {
+    E.ControllerElected: failover.on_elected,
+    E.ControllerResigned: _resigned,
+    E.ControllerFenced: _fenced,
+    E.BrokersChanged: _drafted(lambda d, e: brokers.on_brokers_changed(d, e.brokers)),
+    E.TopicsChanged: _drafted(lambda d, e: topics.on_topics_changed(d, e.topics, e.assignments, e.malformed)),
+    E.TopicConfigsChanged: _drafted(lambda d, e: topics.on_configs_changed(d, e.configs)),
+    E.TopicDeletionsRequested: _drafted(lambda d, e: deletion.on_deletions_requested(d, e.topics)),
+    E.ReassignmentRequested: _drafted(lambda d, e: reassignment.on_reassignment_requested(d, e.exists, e.partitions, e.problem)),
+    E.PreferredElectionRequested: _drafted(lambda d, e: rebalance.on_preferred_requested(d, e.exists, e.partitions, e.problem)),
+    E.LeaderElectionRequested: _election_request,
+    E.PartitionStatesObserved: _drafted(_observed),
+    E.ControlledShutdownRequested: _shutdown_request,
+    E.LeaderAndIsrResponded: _drafted(_responded),
+    E.StopReplicaResponded: _drafted(lambda d, e: deletion.on_stop_replica_response(d, e.broker_id, e.delete, e.partitions, e.errors)),
+    E.PartitionStatesWritten: outcomes.on_written,
+    E.ZnodeWriteFailed: _drafted(lambda d, e: d.reject("zookeeper write", f"{e.what}: {e.reason}")),
+    E.TimerFired: _drafted(_timer),
+}
+
+_WHEN_INACTIVE = {E.ControllerElected, E.ControllerResigned, E.ControllerFenced,
+                  E.ControlledShutdownRequested, E.LeaderElectionRequested}
+
+assert set(_HANDLERS) == set(E.EVENT_TYPES), "every event type needs a handler"

@@ -1,0 +1,125 @@
+"""Small immutable values shared by events, commands and state.
+
+Everything here is a frozen value: two equal values are interchangeable, and nothing mutates
+after construction. `TopicPartition` is a NamedTuple rather than an attrs class because it is the
+key of maps with 100,000 entries: tuple hashing and equality are done in C.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import attrs
+
+NO_LEADER = -1
+"""Kafka's `LeaderAndIsr.NoLeader`: the partition has no leader."""
+
+LEADER_DURING_DELETE = -2
+"""Kafka's `LeaderAndIsr.LeaderDuringDelete`: sent in UpdateMetadata for topics being deleted."""
+
+INITIAL_LEADER_EPOCH = 0
+NO_ZK_VERSION = -1
+"""Expected znode version meaning "the znode does not exist yet: create it"."""
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:  # Kafka prints partitions as topic-0
+        return f"{self.topic}-{self.partition}"
+
+
+def _int_tuple(value) -> tuple[int, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+@attrs.frozen(slots=True)
+class LeaderIsr:
+    """The content of a partition's state znode, plus the znode version it was read at.
+
+    `zk_version` is the version of `/brokers/topics/<t>/partitions/<p>/state` this value was
+    read from or written as; the next conditional write must expect it.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...] = attrs.field(converter=_int_tuple)
+    controller_epoch: int
+    zk_version: int = NO_ZK_VERSION
+
+    def with_leader(self, leader: int, isr: tuple[int, ...], controller_epoch: int) -> "LeaderIsr":
+        """Kafka's `newLeaderAndIsr`: a controller-made change always bumps the leader epoch."""
+        return LeaderIsr(leader, self.leader_epoch + 1, isr, controller_epoch, self.zk_version)
+
+    def with_version(self, zk_version: int) -> "LeaderIsr":
+        return LeaderIsr(self.leader, self.leader_epoch, self.isr, self.controller_epoch, zk_version)
+
+
+@attrs.frozen(slots=True)
+class ReplicaAssignment:
+    """Kafka 2.4's `ReplicaAssignment`: the full replica set RS, and during a reassignment the
+    replicas being added (AR) and removed (RR). The first replica is the preferred leader."""
+
+    replicas: tuple[int, ...] = attrs.field(converter=_int_tuple)
+    adding: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)
+    removing: tuple[int, ...] = attrs.field(default=(), converter=_int_tuple)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        """OAR: what the partition had before the reassignment started."""
+        adding = self.adding
+        return tuple(r for r in self.replicas if r not in adding) if adding else self.replicas
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """TRS (RAR): what the partition will have when the reassignment completes."""
+        removing = self.removing
+        return tuple(r for r in self.replicas if r not in removing) if removing else self.replicas
+
+    def reassign_to(self, target: tuple[int, ...]) -> "ReplicaAssignment":
+        """Kafka's `reassignTo`: RS = target + OAR (deduplicated, target order first)."""
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys(tuple(target) + origin))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in target),
+        )
+
+
+@attrs.frozen(slots=True)
+class BrokerInfo:
+    """A registered broker, as read from `/brokers/ids/<id>`.
+
+    `epoch` is the czxid of the ephemeral znode: a broker that restarts gets a larger one, which
+    is how the controller tells a bounce from a broker that never left.
+    """
+
+    broker_id: int
+    host: str
+    port: int
+    epoch: int
+    rack: str | None = None
+
+
+@attrs.frozen(slots=True)
+class PartitionView:
+    """One partition as the controller sends it to brokers (LeaderAndIsr / UpdateMetadata).
+
+    Kafka's `LeaderAndIsrPartitionState` / `UpdateMetadataPartitionState` carry the same fields.
+    """
+
+    tp: TopicPartition
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    is_new: bool = False
