@@ -311,6 +311,11 @@ class Journal:
     # ------------------------------------------------------------------------------- appending
 
     @property
+    def policy(self) -> str:
+        """The fsync policy: "always", "batch" or "never"."""
+        return self._policy
+
+    @property
     def directory(self) -> Path:
         return self._dir
 

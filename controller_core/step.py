@@ -13,7 +13,7 @@ from . import commands as C
 from . import events as E
 from . import failover
 from .draft import Draft
-from .state import ControllerState
+from .state import ControllerState, PartitionInfo
 
 NOT_CONTROLLER = "NOT_CONTROLLER: this node is not the active controller"
 
@@ -68,8 +68,6 @@ def _election_request(state: ControllerState, event: E.LeaderElectionRequested):
 def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
     """Partition leaders changed ISRs: refresh the cache, tell every broker (ISR change
     notifications), and finish reassignments whose targets have all joined the ISR."""
-    from .state import PartitionInfo
-
     changed = []
     for tp, li in event.states:
         info = d.info(tp)
@@ -85,9 +83,17 @@ def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
         reassignment.maybe_complete(d, tp)
 
 
+IGNORED_PARTITION_ERRORS = ("STALE_CONTROLLER_EPOCH",)
+"""Kafka's controller acts only on KAFKA_STORAGE_ERROR in LeaderAndIsr answers; a stale epoch is
+what every broker answers for unchanged partitions after a failover, and is not a problem."""
+
+
 def _responded(d: Draft, event: E.LeaderAndIsrResponded) -> None:
-    for tp, error in event.errors:
-        d.reject("LeaderAndIsr response", f"broker {event.broker_id} failed {tp}: {error}")
+    errors = [(tp, e) for tp, e in event.errors if not e.startswith(IGNORED_PARTITION_ERRORS)]
+    if errors:
+        shown = ", ".join(f"{tp}: {e}" for tp, e in errors[:5])
+        more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+        d.reject("LeaderAndIsr response", f"broker {event.broker_id} failed {len(errors)} partition(s): {shown}{more}")
 
 
 def _timer(d: Draft, event: E.TimerFired) -> None:

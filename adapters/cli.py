@@ -1,0 +1,193 @@
+"""`kctl`: the one console script. Flags follow Kafka's own tools.
+
+Every command answers `--help`, exits 0 on success, and on bad input prints one line
+`error: ...` on stderr and exits 2 (no traceback). `--zookeeper` defaults to `$KCTL_ZOOKEEPER`,
+then 127.0.0.1:2181.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Callable
+
+DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
+
+
+class UsageError(Exception):
+    """Bad input from the command line: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: same one-line form
+        raise UsageError(message)
+
+
+def _zookeeper(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--zookeeper", default=os.environ.get("KCTL_ZOOKEEPER", DEFAULT_ZOOKEEPER),
+                        help="ZooKeeper connect string host:port[,host:port...][/chroot] "
+                             "(default: $KCTL_ZOOKEEPER, then 127.0.0.1:2181)")
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise UsageError(f"--listen must be HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def _settings(config_file: str | None, sets: list[str] | None) -> dict:
+    """Kafka-style properties: a file of key=value lines, then --set overrides."""
+    settings: dict[str, str] = {}
+    if config_file:
+        try:
+            lines = open(config_file, encoding="utf-8").read().splitlines()
+        except OSError as exc:
+            raise UsageError(f"cannot read --config {config_file}: {exc.strerror}")
+        for n, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise UsageError(f"{config_file}:{n}: expected key=value, got {line!r}")
+            settings[key.strip()] = value.strip()
+    for item in sets or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects key=value, got {item!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+KNOWN_NODE_KEYS = {
+    "zookeeper.session.timeout.ms": int, "unclean.leader.election.enable": bool,
+    "auto.leader.rebalance.enable": bool, "leader.imbalance.per.broker.percentage": int,
+    "leader.imbalance.check.interval.seconds": int, "controlled.shutdown.max.retries": int,
+    "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
+    "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
+    "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str,
+}
+
+
+def _check_settings(settings: dict) -> None:
+    for key, value in settings.items():
+        kind = KNOWN_NODE_KEYS.get(key)
+        if kind is None:
+            raise UsageError(f"unknown configuration key {key!r} (known: {', '.join(sorted(KNOWN_NODE_KEYS))})")
+        if kind is int:
+            try:
+                if int(value) < 0:
+                    raise ValueError
+            except ValueError:
+                raise UsageError(f"{key} must be a non-negative integer, got {value!r}")
+        elif kind is bool and str(value).lower() not in ("true", "false"):
+            raise UsageError(f"{key} must be true or false, got {value!r}")
+    if settings.get("journal.fsync", "batch") not in ("always", "batch", "never"):
+        raise UsageError(f"journal.fsync must be always, batch or never, got {settings['journal.fsync']!r}")
+
+
+def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        class JsonFormatter(logging.Formatter):
+            def format(self, record):
+                return json.dumps({"ts": round(record.created * 1000), "level": record.levelname,
+                                   "logger": record.name, "message": record.getMessage()})
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def cmd_zookeeper(args) -> int:
+    from .zookeeper_server import serve_forever
+
+    return serve_forever(args.port, args.data_dir)
+
+
+def cmd_node(args) -> int:
+    from .node import BrokerIdInUse, ClusterNode, NodeConfig
+
+    if args.broker_id < 0:
+        raise UsageError(f"--broker-id must be a non-negative integer, got {args.broker_id}")
+    host, port = _host_port(args.listen)
+    settings = _settings(args.config, args.set)
+    _check_settings(settings)
+    secret = settings.get("control.secret") or os.environ.get("KCTL_CONTROL_SECRET")
+    config = NodeConfig(broker_id=args.broker_id, zookeeper=args.zookeeper, host=host, port=port, rack=args.rack,
+                        journal_dir=args.journal_dir, metrics_port=args.metrics_port, settings=settings,
+                        secret=secret.encode() if secret else None,
+                        zk_auth=settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH"))
+    configure_logging(args.log_format, args.log_level)
+
+    async def main() -> int:
+        node = ClusterNode(config)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        terminated = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda s=sig: (terminated.append(s), stop.set()))
+        try:
+            await node.run_until_stopped(stop)
+        except BrokerIdInUse as exc:
+            raise UsageError(str(exc))
+        if terminated:
+            await node.controlled_shutdown()
+        await node.close()
+        return 0
+
+    return asyncio.run(main())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kctl", description="A Kafka 2.4-style cluster controller on ZooKeeper.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("zookeeper", help="run a real ZooKeeper server in the foreground (embedded)")
+    p.add_argument("--port", type=int, default=2181)
+    p.add_argument("--data-dir", default="./zookeeper-data")
+    p.set_defaults(func=cmd_zookeeper)
+
+    p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")
+    p.add_argument("--broker-id", type=int, required=True)
+    _zookeeper(p)
+    p.add_argument("--listen", default="127.0.0.1:0", help="control-channel address HOST:PORT (port 0: any free port)")
+    p.add_argument("--rack", default=None)
+    p.add_argument("--journal-dir", default=None, help="where this node's controller journal goes")
+    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+    p.add_argument("--config", default=None, help="a properties file of Kafka-named settings")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(func=cmd_node)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        func: Callable = args.func
+        return func(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The controller event loop: one FIFO queue, one task (Kafka 0.11's ControllerEventManager).
+
+Every input of `step()` arrives here as an event: ZooKeeper watches, broker responses, write
+outcomes, timers, elections. The loop takes one event at a time, appends it to the journal and
+makes it durable (write-ahead), runs the pure `step()`, and hands the commands to the executor,
+which starts their I/O without waiting for it: outcomes come back through the same queue.
+After the commands are handed over, an "effects" record with a digest of them goes to the
+journal so that the replay can check it recomputes the same decisions.
+
+Nothing else changes controller state, so there are no locks.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import gc
+import logging
+import time
+from typing import Protocol
+
+from controller_core import codec
+from controller_core import events as E
+from controller_core.state import ControllerConfig, ControllerState, initial_state
+from controller_core.step import step
+
+log = logging.getLogger("kctl.controller")
+
+
+class Executor(Protocol):
+    """Carries out commands (adapters/executor.py); must not block: it starts I/O and returns."""
+
+    def execute(self, commands: tuple, state: ControllerState) -> None: ...
+
+
+class EventStats:
+    """Kafka's EventQueueSize / EventQueueTimeMs and the time spent in each phase, over a
+    sliding window of recent events."""
+
+    def __init__(self, window: int = 1024):
+        self.recent = collections.deque(maxlen=window)
+        self.processed = 0
+        self.by_type: collections.Counter = collections.Counter()
+
+    def add(self, name: str, queue_ms: float, journal_ms: float, step_ms: float, execute_ms: float) -> None:
+        self.recent.append((name, queue_ms, journal_ms, step_ms, execute_ms))
+        self.processed += 1
+        self.by_type[name] += 1
+
+
+class ControllerLoop:
+    """Owns the controller state; `put()` is the only way in.
+
+    `journal` is an `adapters.journal.Journal` (or None for tests that do not need one);
+    `clock` returns ms since the epoch and stamps nothing but the journal's records (events
+    carry their own `at`)."""
+
+    def __init__(self, config: ControllerConfig, executor: Executor | None = None, journal=None,
+                 clock=lambda: int(time.time() * 1000)):
+        self.state: ControllerState = initial_state(config)
+        self.executor = executor
+        self.journal = journal
+        self.clock = clock
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.stats = EventStats()
+        self.last_seq: int | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._gc_frozen_partitions = 0
+        self._epoch_for_journal = 0
+        if journal is not None:
+            journal.snapshot_provider = self._snapshot
+
+    def put(self, event) -> None:
+        """Enqueue an event (watch callbacks, senders, timers, the election all call this)."""
+        self._idle.clear()
+        self.queue.put_nowait((event, time.perf_counter()))
+
+    def statistics(self) -> dict:
+        """Queue size and, over recent events, time in queue and in step (ms)."""
+        recent = list(self.stats.recent)
+
+        def summary(i: int) -> dict:
+            values = sorted(r[i] for r in recent)
+            if not values:
+                return {"count": 0}
+            return {"count": len(values), "mean": sum(values) / len(values), "p50": values[len(values) // 2],
+                    "p99": values[min(len(values) - 1, int(len(values) * 0.99))], "max": values[-1]}
+
+        return {
+            "EventQueueSize": self.queue.qsize(),
+            "EventQueueTimeMs": summary(1),
+            "JournalTimeMs": summary(2),
+            "StepTimeMs": summary(3),
+            "ExecuteTimeMs": summary(4),
+            "EventsProcessed": self.stats.processed,
+            "EventsByType": dict(self.stats.by_type),
+        }
+
+    async def wait_idle(self) -> None:
+        """Return once the queue is empty and the last event is fully processed (tests)."""
+        await self._idle.wait()
+
+    async def run(self, max_batch: int = 512) -> None:
+        """Process events forever. Whatever is queued is taken as one batch: its events are
+        appended, made durable together (group commit: one fsync for the batch under "batch",
+        one per event under "always"), and only then decided and executed one by one."""
+        while True:
+            batch = [await self.queue.get()]
+            while len(batch) < max_batch and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            await self._process_batch(batch)
+            if self.queue.empty():
+                self._idle.set()
+
+    async def _process_batch(self, batch: list) -> None:
+        journal = self.journal
+        if journal is None:
+            for event, enqueued in batch:
+                self.process(event, enqueued)
+            return
+        per_event = journal.policy == "always"
+        appended = []
+        for event, enqueued in batch:
+            t0 = time.perf_counter()
+            seq = journal.append("event", codec.encode_event(event), controller_epoch=self._journal_epoch(event),
+                                 at=event.at)
+            if per_event:
+                await journal.sync()
+            appended.append((event, enqueued, seq, time.perf_counter() - t0))
+        t_sync = time.perf_counter()
+        if not per_event:
+            await journal.sync()
+        sync_share = (time.perf_counter() - t_sync) / len(batch)
+        for event, enqueued, seq, journal_s in appended:
+            self.last_seq = seq
+            self.process(event, enqueued, journaled_s=journal_s + sync_share)
+
+    def _journal_epoch(self, event) -> int:
+        if isinstance(event, E.ControllerElected):
+            self._epoch_for_journal = event.epoch
+        return self._epoch_for_journal
+
+    def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0) -> tuple:
+        """Decide and execute one event whose journal record (if any) is already durable."""
+        t1 = time.perf_counter()
+        state, commands = step(self.state, event)
+        self.state = state
+        self._epoch_for_journal = state.epoch
+        t2 = time.perf_counter()
+        if commands and self.executor is not None:
+            self.executor.execute(commands, state)
+        t3 = time.perf_counter()
+        if self.journal is not None:
+            self.journal.append("effects", {"event_seq": self.last_seq, "count": len(commands),
+                                            "digest": codec.digest(commands)},
+                                controller_epoch=state.epoch, at=event.at)
+        queue_ms = ((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0
+        self.stats.add(type(event).__name__, max(queue_ms, 0.0), journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
+        self._tune_gc(state)
+        return commands
+
+    def _snapshot(self):
+        return self.state.epoch, {"state": codec.encode_state(self.state)}
+
+    def _tune_gc(self, state: ControllerState) -> None:
+        # The state is a large graph of long-lived immutable objects; moving it out of the
+        # cyclic collector's generations after it grew keeps collections from rescanning it on
+        # every failover step (measured: about half of a 10,000-partition step otherwise).
+        size = len(state.partitions)
+        if size > 1000 and size > 2 * self._gc_frozen_partitions:
+            gc.collect()
+            gc.freeze()
+            self._gc_frozen_partitions = size

@@ -1,0 +1,425 @@
+"""One cluster node: a broker that competes to be the controller (the composition root).
+
+What runs inside one `kctl node` process, in one task group:
+
+- the ZooKeeper session, registering `/brokers/ids/<id>` and watching `/controller`;
+- the election: one multi-op creates the ephemeral `/controller` and moves `/controller_epoch`
+  from the version it read (KAFKA-6082); on winning, the controller watches start and their
+  snapshot becomes `ControllerElected`;
+- the controller loop (adapters/loop.py) with its executor, ZooKeeper writer, broker senders and
+  timers, and its journal;
+- the control server: broker requests from the controller, and controller requests
+  (ControlledShutdown, ElectLeaders) from brokers and tools;
+- the broker itself (adapters/broker.py) with its replica manager.
+
+Session loss is Kafka's expiry: resign, re-register, compete again. aiozk re-creates a session
+silently, so `ZkSession.on_session_change` is what tells us.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from controller_core import events as E
+from controller_core.state import ControllerConfig
+
+from . import requests as Q
+from . import zkdata, zkpaths
+from .channel import ControlClient, ControlServer
+from .executor import Executor, Replies, Timers
+from .journal import Journal
+from .loop import ControllerLoop
+from .senders import Senders
+from .watches import ControllerWatches
+from .zk import Create, NodeExists, NoNode, SetData, TransactionFailed, ZkError, ZkSession
+from .zkwriter import ZkWriter
+
+log = logging.getLogger("kctl.node")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.frozen(kw_only=True)
+class NodeConfig:
+    """A node's settings; `settings` holds the Kafka-named keys (`kctl node --set k=v`)."""
+
+    broker_id: int
+    zookeeper: str = "127.0.0.1:2181"
+    host: str = "127.0.0.1"
+    port: int = 0
+    rack: str | None = None
+    journal_dir: str | None = None
+    metrics_port: int | None = None
+    settings: dict = attrs.field(factory=dict)
+    secret: bytes | None = None
+    zk_auth: str | None = None  # "user:password" digest credentials
+    sequential_writes: bool = False  # the benchmark's Kafka <= 1.0 mode
+
+    def get(self, key: str, default: Any) -> Any:
+        value = self.settings.get(key, default)
+        if isinstance(default, bool):
+            return str(value).strip().lower() == "true" if isinstance(value, str) else bool(value)
+        if isinstance(default, int):
+            return int(value)
+        return value
+
+    def controller_config(self) -> ControllerConfig:
+        return ControllerConfig(
+            broker_id=self.broker_id,
+            unclean_leader_election_enable=self.get("unclean.leader.election.enable", False),
+            auto_leader_rebalance_enable=self.get("auto.leader.rebalance.enable", True),
+            leader_imbalance_per_broker_percentage=self.get("leader.imbalance.per.broker.percentage", 10),
+            leader_imbalance_check_interval_seconds=self.get("leader.imbalance.check.interval.seconds", 300),
+            delete_topic_enable=self.get("delete.topic.enable", True),
+        )
+
+
+class BrokerIdInUse(Exception):
+    pass
+
+
+class ClusterNode:
+    def __init__(self, config: NodeConfig, *, replica_manager=None):
+        self.config = config
+        self.broker_id = config.broker_id
+        self.replica_manager = replica_manager
+        self.zk: ZkSession | None = None
+        self.loop: ControllerLoop | None = None
+        self.active = False
+        self.term = 0
+        self._electing = False
+        self._stopping = False
+        self.registered = asyncio.Event()
+        self.broker_epoch = -1
+        self.port = config.port
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- startup --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self.config
+        session_ms = cfg.get("zookeeper.session.timeout.ms", 6000)
+        acl = cfg.get("zookeeper.set.acl", False)
+        auth = ("digest", cfg.zk_auth) if cfg.zk_auth else None
+        self.zk = await ZkSession.connect(cfg.zookeeper, session_timeout_ms=session_ms, auth=auth, acl_mode=acl)
+        for path in zkpaths.PERSISTENT_PATHS:
+            await self.zk.ensure_path(path)
+        await self._ensure_cluster_id()
+        journal = None
+        if cfg.journal_dir:
+            journal = Journal.open(Path(cfg.journal_dir), self.broker_id, fsync=cfg.get("journal.fsync", "batch"))
+        self.replies = Replies()
+        self.timers = Timers(self._put, now_ms)
+        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes)
+        self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms)
+        self.watches = ControllerWatches(self.zk, self._put, now_ms)
+        self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
+                                 watches=self.watches, resign=self._resign_soon, clock=now_ms)
+        self.loop = ControllerLoop(cfg.controller_config(), self.executor, journal, clock=now_ms)
+        self.broker = self._make_broker()
+        self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
+        await self.server.start()
+        self.port = self.server.port
+        self._spawn(self.loop.run(), "controller-loop")
+        if hasattr(self.broker, "run"):
+            self._spawn(self.broker.run(), "broker")
+        self.zk.on_session_change(self._on_session_change)
+        await self._register()
+        self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, self._on_controller)
+
+    def _make_broker(self):
+        from .broker import Broker
+
+        return Broker(self.broker_id, self.zk, replica_manager=self.replica_manager,
+                      replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms", 10000),
+                      catch_up_delay_ms=self.config.get("replica.catch.up.delay.ms", 300),
+                      fallback=self._handle_controller_request)
+
+    def _spawn(self, coro, name: str) -> asyncio.Task:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and not self._stopping:
+            # structured concurrency: a crashed component takes the node down, loudly
+            log.critical("%s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
+            self.crashed = task.exception()
+            asyncio.get_running_loop().call_soon(self._crash_event.set)
+
+    _crash_event = None
+    crashed: BaseException | None = None
+
+    async def run_until_stopped(self, stop: asyncio.Event) -> None:
+        """Start, then run until `stop` is set or a component crashes (then raise)."""
+        self._crash_event = asyncio.Event()
+        await self.start()
+        done, _ = await asyncio.wait([asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._crash_event.wait())],
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if self.crashed is not None:
+            await self.close()
+            raise self.crashed
+
+    def _put(self, event) -> None:
+        if self.loop is not None:
+            self.loop.put(event)
+
+    async def _ensure_cluster_id(self) -> None:
+        await self.zk.ensure_path(zkpaths.CLUSTER)
+        try:
+            await self.zk.create(zkpaths.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id(os.urandom(16))))
+        except NodeExists:
+            pass
+
+    # -- broker registration ---------------------------------------------------------------------
+
+    def _session_file(self) -> Path | None:
+        return Path(self.config.journal_dir) / "zk-session.json" if self.config.journal_dir else None
+
+    async def _register(self) -> None:
+        """Register `/brokers/ids/<id>`; a stale registration left by this node's own previous
+        session (remembered in its journal dir, or earlier in this process) is replaced, any
+        other owner is an error."""
+        cfg = self.config
+        path = zkpaths.broker(self.broker_id)
+        data = zkdata.encode_broker(self.broker_id, cfg.host, self.port, cfg.rack, now_ms())
+        previous = set(getattr(self, "_previous_sessions", set()))
+        session_file = self._session_file()
+        if session_file is not None and session_file.exists():
+            try:
+                previous.add(int(json.loads(session_file.read_text())["session_id"]))
+            except (ValueError, KeyError, OSError):
+                pass
+        while True:
+            try:
+                await self.zk.create(path, data, ephemeral=True)
+                break
+            except NodeExists:
+                stat = await self.zk.exists(path)
+                if stat is None:
+                    continue
+                if stat.ephemeral_owner == self.zk.session_id:
+                    break
+                if stat.ephemeral_owner in previous:
+                    log.info("replacing the registration left by this node's previous session 0x%x", stat.ephemeral_owner)
+                    try:
+                        await self.zk.delete(path, stat.version)
+                    except (NoNode, ZkError):
+                        pass
+                    continue
+                raise BrokerIdInUse(f"broker id {self.broker_id} is already registered by another live "
+                                    f"session (0x{stat.ephemeral_owner:x})")
+        _, stat = await self.zk.get(path)
+        self.broker_epoch = stat.czxid
+        if hasattr(self.broker, "set_broker_epoch"):
+            self.broker.set_broker_epoch(stat.czxid)
+        if session_file is not None:
+            session_file.parent.mkdir(parents=True, exist_ok=True)
+            session_file.write_text(json.dumps({"session_id": self.zk.session_id}))
+        self._previous_sessions = previous | {self.zk.session_id}
+        self.registered.set()
+        log.info("registered broker %d at %s:%d (broker epoch %d)", self.broker_id, cfg.host, self.port, stat.czxid)
+
+    # -- the election ---------------------------------------------------------------------------
+
+    def _on_controller(self, value) -> None:
+        if value is None:
+            if not self._stopping:
+                self._spawn(self._compete(), "election")
+            return
+        data, stat = value
+        try:
+            holder = zkdata.decode_controller(data)
+        except zkdata.ZnodeFormatError:
+            holder = -1
+        if self.active and (holder != self.broker_id or stat.ephemeral_owner != self.zk.session_id):
+            self._lose("another node holds /controller")
+
+    async def _compete(self) -> None:
+        if self.active or self._electing or self._stopping:
+            return
+        self._electing = True
+        try:
+            await self.registered.wait()
+            while not self._stopping:
+                if await self.zk.exists(zkpaths.CONTROLLER) is not None:
+                    return  # someone else won; the /controller watch tells us when it goes
+                epoch, version = await self._read_epoch()
+                try:
+                    await self.zk.multi([
+                        Create(zkpaths.CONTROLLER, zkdata.encode_controller(self.broker_id, now_ms()), ephemeral=True),
+                        SetData(zkpaths.CONTROLLER_EPOCH, zkdata.encode_controller_epoch(epoch + 1), version),
+                    ])
+                except TransactionFailed:
+                    continue  # lost the race, or the epoch moved: look again
+                await self._become_controller(epoch + 1, version + 1)
+                return
+        finally:
+            self._electing = False
+
+    async def _read_epoch(self) -> tuple[int, int]:
+        while True:
+            try:
+                data, stat = await self.zk.get(zkpaths.CONTROLLER_EPOCH)
+                return zkdata.decode_controller_epoch(data), stat.version
+            except NoNode:
+                try:
+                    await self.zk.create(zkpaths.CONTROLLER_EPOCH, zkdata.encode_controller_epoch(0))
+                except NodeExists:
+                    pass
+
+    async def _become_controller(self, epoch: int, epoch_zk_version: int) -> None:
+        log.info("broker %d is the controller, epoch %d (fencing version %d)", self.broker_id, epoch, epoch_zk_version)
+        self.active = True
+        self.term += 1
+        term = self.term
+        self.writer.reset()
+        journal = self.loop.journal
+        if journal is not None:
+            journal.roll()  # a new term starts a segment whose head snapshot is the new state
+
+        def elected(snapshot) -> None:
+            if self.active and self.term == term:
+                self._put(E.ControllerElected(at=now_ms(), epoch=epoch, epoch_zk_version=epoch_zk_version,
+                                              snapshot=snapshot))
+        try:
+            await self.watches.start(elected)
+        except ZkError as exc:
+            log.error("failover read failed: %s", exc)
+            self._lose(f"failover read failed: {exc}")
+
+    def _lose(self, reason: str) -> None:
+        if not self.active:
+            return
+        log.warning("broker %d is no longer the controller: %s", self.broker_id, reason)
+        self.active = False
+        self.watches.stop()
+        self._put(E.ControllerResigned(at=now_ms(), reason=reason))
+
+    def _resign_soon(self, reason: str) -> None:
+        """The core's Resign (after fencing): stop, and delete `/controller` if it is still ours
+        so that a fresh election runs."""
+        self.active = False
+        self.watches.stop()
+        self._spawn(self._delete_own_controller_node(), "resign")
+
+    async def _delete_own_controller_node(self) -> None:
+        try:
+            data, stat = await self.zk.get(zkpaths.CONTROLLER)
+            if zkdata.decode_controller(data) == self.broker_id and stat.ephemeral_owner == self.zk.session_id:
+                await self.zk.delete(zkpaths.CONTROLLER, stat.version)
+        except (NoNode, ZkError, zkdata.ZnodeFormatError):
+            pass
+
+    def _on_session_change(self, event) -> None:
+        log.warning("ZooKeeper session change: %s (0x%x -> 0x%x)", event.kind,
+                    event.old_session_id or 0, event.new_session_id or 0)
+        self._lose("ZooKeeper session expired")
+        if not self._stopping and event.new_session_id is not None:
+            self.registered.clear()
+            self._spawn(self._reregister_and_compete(), "re-register")
+
+    async def _reregister_and_compete(self) -> None:
+        await self._register()
+        await self._compete()
+
+    # -- the control server ---------------------------------------------------------------------
+
+    async def _handle(self, frame) -> dict:
+        return await self.broker.handle(frame)
+
+    async def _handle_controller_request(self, frame) -> dict:
+        """Requests for the controller: ControlledShutdown and ElectLeaders."""
+        if not self.active:
+            return {"error": "NOT_CONTROLLER", "message": f"broker {self.broker_id} is not the controller"}
+        body = frame.body
+        try:
+            if frame.api == Q.CONTROLLED_SHUTDOWN:
+                request_id, future = self.replies.open()
+                self._put(E.ControlledShutdownRequested(at=now_ms(), request_id=request_id,
+                                                        broker_id=Q._int(body, "broker_id"),
+                                                        broker_epoch=Q._int(body, "broker_epoch")))
+                reply = await asyncio.wait_for(future, 60)
+                return {"error": reply.error, "partitions_remaining": Q.tp_list(reply.partitions_remaining)}
+            if frame.api == Q.ELECT_LEADERS:
+                election_type = str(body.get("election_type", "")).lower()
+                partitions = body.get("partitions")
+                tps = None if partitions is None else Q.decode_partitions(partitions)
+                request_id, future = self.replies.open()
+                self._put(E.LeaderElectionRequested(at=now_ms(), request_id=request_id, election_type=election_type,
+                                                    partitions=tps))
+                reply = await asyncio.wait_for(future, 60)
+                return {"error": None, "results": [[tp.topic, tp.partition, err] for tp, err in reply.results]}
+        except Q.RequestFormatError as exc:
+            return {"error": "INVALID_REQUEST", "message": str(exc)}
+        except asyncio.TimeoutError:
+            return {"error": "REQUEST_TIMED_OUT", "message": "the controller did not answer in time"}
+        return {"error": "UNSUPPORTED", "message": f"unknown api {frame.api}"}
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    async def controlled_shutdown(self) -> bool:
+        """Kafka's controlled shutdown: ask the controller to move leadership away, retried
+        `controlled.shutdown.max.retries` times. True once nothing is led here any more."""
+        retries = self.config.get("controlled.shutdown.max.retries", 3)
+        backoff = self.config.get("controlled.shutdown.retry.backoff.ms", 5000) / 1000
+        for attempt in range(retries + 1):
+            try:
+                remaining = await self._ask_controller_to_shut_down()
+                if remaining is not None and not remaining:
+                    log.info("controlled shutdown of broker %d succeeded", self.broker_id)
+                    return True
+                log.info("controlled shutdown attempt %d: %s partition(s) still led here", attempt + 1,
+                         "?" if remaining is None else len(remaining))
+            except Exception as exc:  # noqa: BLE001 - any failure is one failed attempt
+                log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, exc)
+            if attempt < retries:
+                await asyncio.sleep(backoff)
+        log.warning("controlled shutdown of broker %d did not complete; shutting down anyway", self.broker_id)
+        return False
+
+    async def _ask_controller_to_shut_down(self):
+        data, _ = await self.zk.get(zkpaths.CONTROLLER)
+        controller = zkdata.decode_controller(data)
+        bdata, bstat = await self.zk.get(zkpaths.broker(controller))
+        info = zkdata.decode_broker(controller, bdata, bstat.czxid)
+        client = ControlClient(info.host, info.port, secret=self.config.secret)
+        try:
+            answer = await client.request(Q.CONTROLLED_SHUTDOWN, {"broker_id": self.broker_id,
+                                                                  "broker_epoch": self.broker_epoch}, timeout=30)
+        finally:
+            await client.close()
+        if answer.get("error"):
+            raise RuntimeError(f"{answer['error']}: {answer.get('message', '')}")
+        return Q.decode_partitions(answer.get("partitions_remaining", []))
+
+    async def close(self) -> None:
+        self._stopping = True
+        if self.active:
+            self.active = False
+            self.watches.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.senders.stop_all()
+        self.timers.cancel_all()
+        self.writer.close()
+        await self.server.close()
+        if hasattr(self.broker, "close"):
+            result = self.broker.close()
+            if asyncio.iscoroutine(result):
+                await result
+        if self.loop.journal is not None:
+            self.loop.journal.close()
+        await self.zk.close()

@@ -1,0 +1,101 @@
+"""The controller's per-broker send queues (Kafka's ControllerChannelManager).
+
+One `BrokerSendQueue` per live broker, created when the broker appears in the controller's state
+and stopped when it leaves it (its pending requests are abandoned, as Kafka does when a broker
+is removed). Requests of one decision for one broker go out in Kafka's order (LeaderAndIsr,
+UpdateMetadata, StopReplica); an UpdateMetadata shared by every broker is encoded once.
+Answers come back to the controller loop as events.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from controller_core import commands as C
+from controller_core import events as E
+from controller_core.values import BrokerInfo
+
+from . import requests as Q
+from .channel import BrokerSendQueue
+
+log = logging.getLogger("kctl.senders")
+
+
+class Senders:
+    """Owns the send queues; `send()` takes the Send* commands of one decision.
+
+    `put_event` enqueues into the controller loop. `on_ack(broker_id, api, elapsed_ms, tag)`, if
+    given, is told of every acknowledged request (benchmarks measure broker round trips)."""
+
+    def __init__(self, controller_id: int, put_event: Callable, *, secret: bytes | None = None,
+                 clock=lambda: int(time.time() * 1000), on_ack: Callable | None = None):
+        self.controller_id = controller_id
+        self.put_event = put_event
+        self.secret = secret
+        self.clock = clock
+        self.on_ack = on_ack
+        self.queues: dict[int, tuple[BrokerInfo, BrokerSendQueue]] = {}
+
+    def sync_brokers(self, brokers) -> None:
+        """Start queues for new brokers, restart those whose address changed, stop the gone."""
+        for broker_id in list(self.queues):
+            info, queue = self.queues[broker_id]
+            current = brokers.get(broker_id)
+            if current is None or (current.host, current.port) != (info.host, info.port):
+                queue.stop()
+                del self.queues[broker_id]
+        for broker_id, info in brokers.items():
+            if broker_id not in self.queues:
+                queue = BrokerSendQueue(broker_id, info.host, info.port, secret=self.secret,
+                                        on_response=self._responder(broker_id))
+                queue.start()
+                self.queues[broker_id] = (info, queue)
+
+    def stop_all(self) -> None:
+        for _, queue in self.queues.values():
+            queue.stop()
+        self.queues.clear()
+
+    def queue_sizes(self) -> dict[int, int]:
+        return {b: q.qsize() for b, (_, q) in self.queues.items()}
+
+    def send(self, commands) -> None:
+        shared_um: dict[int, object] = {}
+        for c in commands:
+            entry = self.queues.get(c.broker_id)
+            if entry is None:
+                continue  # the broker left between the decision and now
+            queue = entry[1]
+            if isinstance(c, C.SendLeaderAndIsr):
+                queue.put(Q.LEADER_AND_ISR, Q.leader_and_isr_body(c, self.controller_id),
+                          (Q.LEADER_AND_ISR, [tp for tp in (v.tp for v in c.partitions)]))
+            elif isinstance(c, C.SendUpdateMetadata):
+                key = id(c.partitions)
+                states = shared_um.get(key)
+                if states is None:
+                    states = shared_um[key] = Q.views_body(c.partitions)
+                body = Q.update_metadata_body(c, self.controller_id, states)
+                queue.put(Q.UPDATE_METADATA, body, (Q.UPDATE_METADATA, len(c.partitions)))
+            elif isinstance(c, C.SendStopReplica):
+                queue.put(Q.STOP_REPLICA, Q.stop_replica_body(c, self.controller_id),
+                          (Q.STOP_REPLICA, c.delete, c.partitions))
+
+    def _responder(self, broker_id: int):
+        def on_response(tag, body: dict, elapsed_ms: float) -> None:
+            api = tag[0]
+            if self.on_ack is not None:
+                self.on_ack(broker_id, api, elapsed_ms, tag)
+            if "error" in body and body.get("error"):
+                log.warning("broker %d answered %s with %s: %s", broker_id, api, body.get("error"), body.get("message"))
+            errors = Q.partition_errors(body)
+            if api == Q.LEADER_AND_ISR:
+                if errors:
+                    self.put_event(E.LeaderAndIsrResponded(at=self.clock(), broker_id=broker_id, errors=errors))
+            elif api == Q.STOP_REPLICA:
+                _, delete, partitions = tag
+                if delete:  # only deletions feed decisions (topic deletion progress)
+                    self.put_event(E.StopReplicaResponded(at=self.clock(), broker_id=broker_id, delete=True,
+                                                          partitions=partitions, errors=errors))
+        return on_response
+

@@ -1,0 +1,339 @@
+"""The controller's ZooKeeper watches, turned into level-triggered events.
+
+Kafka's order on failover is "register watches, then read": here the watches' own first reads
+*are* the snapshot. While the controller is being elected, every delivery updates a snapshot
+builder; once every watch has delivered and the partition states have been read (pipelined),
+the snapshot is handed over and, in the same turn of the event loop, deliveries start going to
+the controller's queue. A change is therefore either in the snapshot or in an event after it,
+never lost and never seen twice out of order.
+
+Reads that a trigger needs (broker registrations, ISR change notifications) run in one serial
+task per watch that coalesces triggers, so a slow read never lets an older listing overtake a
+newer one.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable
+
+from controller_core import events as E
+from controller_core.values import TopicPartition
+
+from . import zkdata, zkpaths
+from .zk import NoNode, ZkError
+
+log = logging.getLogger("kctl.watches")
+
+
+class Serial:
+    """Runs `refresh()` after each `poke()`, one run at a time; pokes during a run coalesce
+    into one more run. `first` resolves after the first complete run."""
+
+    def __init__(self, refresh: Callable, name: str):
+        self.refresh = refresh
+        self.name = name
+        self.dirty = False
+        self.task: asyncio.Task | None = None
+        self.first: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def poke(self) -> None:
+        self.dirty = True
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run(), name=f"refresh-{self.name}")
+
+    async def _run(self) -> None:
+        while self.dirty:
+            self.dirty = False
+            try:
+                await self.refresh()
+            except ZkError as exc:
+                log.warning("refreshing %s failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(0.2)
+                self.dirty = True
+                continue
+            if not self.first.done():
+                self.first.set_result(None)
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+class ControllerWatches:
+    """Every watch the active controller holds. `start()` arms them and produces the snapshot;
+    `stop()` cancels everything (resignation)."""
+
+    def __init__(self, zk, put_event: Callable, clock: Callable[[], int] = lambda: int(time.time() * 1000)):
+        self.zk = zk
+        self.put_event = put_event
+        self.clock = clock
+        self.live = False
+        self.watches: list = []
+        self.serials: list[Serial] = []
+        self.topic_watches: dict[str, list] = {}
+        self.partition_watches: dict[TopicPartition, object] = {}
+        # the snapshot builder (also the watcher's view of ZooKeeper)
+        self.brokers: tuple = ()
+        self.broker_names: list[str] = []
+        self.topic_names: frozenset[str] = frozenset()
+        self.topics: dict[str, object] = {}  # topic -> {p: ReplicaAssignment} | str (problem)
+        self.topic_delivered: dict[str, asyncio.Future] = {}
+        self.configs: dict[str, tuple] = {}
+        self.deletions: frozenset[str] = frozenset()
+        self.reassignment: E.ReassignmentRequested | None = None
+        self.preferred: E.PreferredElectionRequested | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self, on_snapshot: Callable[[E.ClusterSnapshot], None]) -> None:
+        self.live = False
+        for path in (zkpaths.BROKERS_IDS, zkpaths.TOPICS, zkpaths.DELETE_TOPICS, zkpaths.ISR_CHANGE_NOTIFICATION,
+                     zkpaths.CONFIG_TOPICS):
+            await self.zk.ensure_path(path)
+        brokers = Serial(self._read_brokers, "brokers")
+        isr = Serial(self._read_isr_notifications, "isr-changes")
+        topic_starter = Serial(self._sync_topic_watches, "topics")
+        self.serials += [brokers, isr, topic_starter]
+        self._isr_serial = isr
+        self.watches.append(await self.zk.watch_children(zkpaths.BROKERS_IDS, lambda names: self._on_broker_ids(names, brokers)))
+        self.watches.append(await self.zk.watch_children(zkpaths.TOPICS, lambda names: self._on_topic_names(names, topic_starter)))
+        self.watches.append(await self.zk.watch_children(zkpaths.DELETE_TOPICS, self._on_deletions))
+        self.watches.append(await self.zk.watch_data(zkpaths.REASSIGN_PARTITIONS, self._on_reassignment))
+        self.watches.append(await self.zk.watch_data(zkpaths.PREFERRED_REPLICA_ELECTION, self._on_preferred))
+        self.watches.append(await self.zk.watch_children(zkpaths.ISR_CHANGE_NOTIFICATION, lambda names: self._on_isr(names, isr)))
+        await brokers.first
+        await isr.first
+        for _ in range(10):  # until the topic listing is stable and every topic has delivered
+            await topic_starter.first
+            pending = [f for t, f in self.topic_delivered.items() if t in self.topic_names]
+            await asyncio.gather(*pending)
+            states = await self._read_states()
+            if not topic_starter.dirty and all(t in self.topics for t in self.topic_names):
+                break
+        snapshot = self._snapshot(states)
+        self.live = True
+        on_snapshot(snapshot)  # same turn of the event loop: nothing can slip in between
+
+    def stop(self) -> None:
+        self.live = False
+        for w in self.watches:
+            w.cancel()
+        for ws in self.topic_watches.values():
+            for w in ws:
+                w.cancel()
+        self.unwatch_all()
+        for s in self.serials:
+            s.cancel()
+        self.watches, self.serials, self.topic_watches = [], [], {}
+        self.topic_delivered = {}
+
+    # -- reassignment ISR watches (commands from the core) ----------------------------------------
+
+    def watch_partitions(self, tps) -> None:
+        for tp in tps:
+            if tp not in self.partition_watches:
+                self.partition_watches[tp] = asyncio.create_task(self._watch_partition(tp))
+
+    async def _watch_partition(self, tp: TopicPartition):
+        def deliver(value) -> None:
+            li = None
+            if value is not None:
+                try:
+                    li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
+                except zkdata.ZnodeFormatError as exc:
+                    log.error("unreadable state of %s: %s", tp, exc)
+                    return
+            if self.live:
+                self.put_event(E.PartitionStatesObserved(at=self.clock(), states=((tp, li),), source="reassignment"))
+        watch = await self.zk.watch_data(zkpaths.partition_state(tp.topic, tp.partition), deliver)
+        if self.partition_watches.get(tp) is None:
+            watch.cancel()
+        else:
+            self.partition_watches[tp] = watch
+
+    def unwatch_partitions(self, tps) -> None:
+        for tp in tps:
+            w = self.partition_watches.pop(tp, None)
+            if w is not None:
+                w.cancel()
+
+    def unwatch_all(self) -> None:
+        self.unwatch_partitions(list(self.partition_watches))
+
+    # -- deliveries -----------------------------------------------------------------------------
+
+    def _on_broker_ids(self, names, serial: Serial) -> None:
+        self.broker_names = names or []
+        serial.poke()
+
+    async def _read_brokers(self) -> None:
+        paths = [zkpaths.BROKERS_IDS + "/" + n for n in self.broker_names]
+        values = await self.zk.get_many(paths)
+        listing = []
+        for name, path in zip(self.broker_names, paths):
+            value = values.get(path)
+            if value is None:
+                continue  # gone since the listing: the next delivery says so
+            try:
+                listing.append(zkdata.decode_broker(int(name), value[0], value[1].czxid))
+            except (ValueError, zkdata.ZnodeFormatError) as exc:
+                log.error("ignoring unreadable broker registration %s: %s", path, exc)
+        self.brokers = tuple(sorted(listing, key=lambda b: b.broker_id))
+        if self.live:
+            self.put_event(E.BrokersChanged(at=self.clock(), brokers=self.brokers))
+
+    def _on_topic_names(self, names, serial: Serial) -> None:
+        self.topic_names = frozenset(names or ())
+        serial.poke()
+        if self.live:
+            self.put_event(E.TopicsChanged(at=self.clock(), topics=self.topic_names))
+
+    async def _sync_topic_watches(self) -> None:
+        for topic in sorted(set(self.topic_watches) - self.topic_names):
+            for w in self.topic_watches.pop(topic):
+                w.cancel()
+            self.topics.pop(topic, None)
+            self.configs.pop(topic, None)
+            self.topic_delivered.pop(topic, None)
+        new = sorted(self.topic_names - set(self.topic_watches))
+        for topic in new:
+            self.topic_watches[topic] = []
+            self.topic_delivered[topic] = asyncio.get_running_loop().create_future()
+        await asyncio.gather(*(self._watch_topic(t) for t in new))
+
+    async def _watch_topic(self, topic: str) -> None:
+        def on_assignment(value) -> None:
+            if value is None:
+                return  # deleted: the children watch reports it
+            try:
+                parts = zkdata.decode_topic_assignment(value[0], topic=topic)
+                self.topics[topic] = parts
+                if self.live:
+                    self.put_event(E.TopicsChanged(at=self.clock(), topics=self.topic_names,
+                                                   assignments=((topic, tuple(sorted(parts.items()))),)))
+            except zkdata.ZnodeFormatError as exc:
+                self.topics[topic] = str(exc)
+                if self.live:
+                    self.put_event(E.TopicsChanged(at=self.clock(), topics=self.topic_names, malformed=((topic, str(exc)),)))
+            future = self.topic_delivered.get(topic)
+            if future is not None and not future.done():
+                future.set_result(None)
+
+        def on_config(value) -> None:
+            config: tuple = ()
+            if value is not None:
+                try:
+                    config = tuple(sorted(zkdata.decode_topic_config(value[0]).items()))
+                except zkdata.ZnodeFormatError as exc:
+                    log.error("ignoring unreadable config of topic %s: %s", topic, exc)
+                    return
+            self.configs[topic] = config
+            if self.live:
+                self.put_event(E.TopicConfigsChanged(at=self.clock(), configs=((topic, config),)))
+
+        watches = self.topic_watches.get(topic)
+        if watches is None:
+            return
+        watches.append(await self.zk.watch_data(zkpaths.topic(topic), on_assignment))
+        watches.append(await self.zk.watch_data(zkpaths.config_topic(topic), on_config))
+
+    def _on_deletions(self, names) -> None:
+        self.deletions = frozenset(names or ())
+        if self.live:
+            self.put_event(E.TopicDeletionsRequested(at=self.clock(), topics=self.deletions))
+
+    def _on_reassignment(self, value) -> None:
+        if value is None:
+            event = E.ReassignmentRequested(at=self.clock(), exists=False)
+        else:
+            try:
+                event = E.ReassignmentRequested(at=self.clock(), exists=True,
+                                                partitions=zkdata.decode_reassignment(value[0]))
+            except zkdata.ZnodeFormatError as exc:
+                event = E.ReassignmentRequested(at=self.clock(), exists=True, problem=str(exc))
+        self.reassignment = event
+        if self.live:
+            self.put_event(event)
+
+    def _on_preferred(self, value) -> None:
+        if value is None:
+            event = E.PreferredElectionRequested(at=self.clock(), exists=False)
+        else:
+            try:
+                event = E.PreferredElectionRequested(at=self.clock(), exists=True,
+                                                     partitions=zkdata.decode_preferred_replica_election(value[0]))
+            except zkdata.ZnodeFormatError as exc:
+                event = E.PreferredElectionRequested(at=self.clock(), exists=True, problem=str(exc))
+        self.preferred = event
+        if self.live:
+            self.put_event(event)
+
+    def _on_isr(self, names, serial: Serial) -> None:
+        self.isr_names = [n for n in (names or []) if n.startswith(zkpaths.ISR_CHANGE_PREFIX)]
+        serial.poke()
+
+    async def _read_isr_notifications(self) -> None:
+        """Read the notifications, then the states they name, then delete them (Kafka's order:
+        a notification is deleted only after the states it points at were read)."""
+        names = list(getattr(self, "isr_names", []))
+        if not names:
+            return
+        paths = [zkpaths.ISR_CHANGE_NOTIFICATION + "/" + n for n in names]
+        tps: dict[TopicPartition, None] = {}
+        if self.live:
+            values = await self.zk.get_many(paths)
+            for path in paths:
+                value = values.get(path)
+                if value is None:
+                    continue
+                try:
+                    tps.update(dict.fromkeys(zkdata.decode_isr_change_notification(value[0])))
+                except zkdata.ZnodeFormatError as exc:
+                    log.error("ignoring unreadable ISR change notification %s: %s", path, exc)
+        states = await self._read_states(list(tps)) if tps else ()
+        for path in paths:
+            try:
+                await self.zk.delete(path)
+            except NoNode:
+                pass
+        if states and self.live:
+            self.put_event(E.PartitionStatesObserved(at=self.clock(), states=states, source="isr_change"))
+
+    async def _read_states(self, tps=None) -> tuple:
+        if tps is None:
+            tps = [TopicPartition(t, p) for t, parts in sorted(self.topics.items()) if isinstance(parts, dict)
+                   for p in sorted(parts)]
+        paths = [zkpaths.partition_state(tp.topic, tp.partition) for tp in tps]
+        values = await self.zk.get_many(paths)
+        out = []
+        for tp, path in zip(tps, paths):
+            value = values.get(path)
+            li = None
+            if value is not None:
+                try:
+                    li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
+                except zkdata.ZnodeFormatError as exc:
+                    log.error("unreadable state of %s: %s", tp, exc)
+            out.append((tp, li))
+        return tuple(out)
+
+    def _snapshot(self, states) -> E.ClusterSnapshot:
+        topics, malformed = [], []
+        for topic in sorted(self.topic_names):
+            parts = self.topics.get(topic)
+            if isinstance(parts, dict):
+                topics.append((topic, tuple(sorted(parts.items()))))
+            elif isinstance(parts, str):
+                malformed.append((topic, parts))
+        return E.ClusterSnapshot(
+            brokers=self.brokers,
+            topics=tuple(topics),
+            malformed_topics=tuple(malformed),
+            topic_configs=tuple((t, c) for t, c in sorted(self.configs.items()) if t in self.topic_names and c),
+            partition_states=tuple((tp, li) for tp, li in states if li is not None),
+            topics_to_delete=self.deletions,
+            reassignment=self.reassignment,
+            preferred_election=self.preferred,
+        )

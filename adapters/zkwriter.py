@@ -1,0 +1,195 @@
+"""Executes the core's ZooKeeper write commands, every one fenced by the controller epoch.
+
+Partition states go out as a few large epoch-checked multi-ops sent concurrently
+(`ZkSession.write_partition_states`), or, in the benchmark's `sequential` mode, as one
+conditional multi (epoch check + set) per partition, one after another, the way Kafka <= 1.0
+wrote them. Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
+znodes, admin znodes) are applied in command order by one task.
+
+The first fenced write flips `fenced`: the executor then runs nothing more, and the loop gets a
+`ControllerFenced` event so that the core resigns.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Callable
+
+from controller_core import commands as C
+from controller_core import events as E
+from controller_core.values import TopicPartition
+
+from . import zkdata, zkpaths
+from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
+
+log = logging.getLogger("kctl.zkwriter")
+
+
+class ZkWriter:
+    def __init__(self, zk, put_event: Callable, *, clock: Callable[[], int] = lambda: int(time.time() * 1000),
+                 sequential: bool = False, on_written: Callable | None = None):
+        self.zk = zk
+        self.put_event = put_event
+        self.clock = clock
+        self.sequential = sequential
+        self.on_written = on_written  # benchmarks: (write_id, count, seconds)
+        self.fenced = False
+        self._ordered: asyncio.Queue = asyncio.Queue()
+        self._tasks: set[asyncio.Task] = set()
+        self._ordered_task: asyncio.Task | None = None
+
+    def reset(self) -> None:
+        """A new term as controller: writes are allowed again."""
+        self.fenced = False
+
+    # -- partition states ----------------------------------------------------------------------
+
+    def write_partition_states(self, command: C.WritePartitionStates, epoch_zk_version: int) -> None:
+        task = asyncio.create_task(self._write_states(command, epoch_zk_version), name=f"zk-write-{command.write_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write_states(self, command: C.WritePartitionStates, epoch_zk_version: int) -> None:
+        by_path: dict[str, TopicPartition] = {}
+        writes = []
+        for w in command.writes:
+            path = zkpaths.partition_state(w.tp.topic, w.tp.partition)
+            by_path[path] = w.tp
+            writes.append((path, zkdata.encode_partition_state(w.leader_isr), w.expected_version))
+        t0 = time.perf_counter()
+        try:
+            if self.sequential:
+                versions, conflicts = await self._write_one_by_one(writes, epoch_zk_version)
+            else:
+                versions, conflicts = await self.zk.write_partition_states(epoch_zk_version, writes)
+        except Fenced as exc:
+            self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
+            return
+        except ZkError as exc:
+            # connection trouble or session loss: the election adapter handles the session; the
+            # writes are reported as conflicts with unknown content so the core re-decides them
+            log.error("partition-state write %d failed: %s", command.write_id, exc)
+            if self.fenced:
+                return
+            self.put_event(E.PartitionStatesWritten(at=self.clock(), write_id=command.write_id,
+                                                    conflicts=tuple((w.tp, None) for w in command.writes)))
+            return
+        if self.on_written is not None:
+            self.on_written(command.write_id, len(writes), time.perf_counter() - t0)
+        conflict_values = []
+        for path, current in conflicts.items():
+            tp = by_path[path]
+            if current is None:
+                conflict_values.append((tp, None))
+            else:
+                data, version = current
+                try:
+                    conflict_values.append((tp, zkdata.decode_partition_state(data, version, tp=tp)))
+                except zkdata.ZnodeFormatError as exc:
+                    log.error("unreadable state znode %s: %s", path, exc)
+                    conflict_values.append((tp, None))
+        self.put_event(E.PartitionStatesWritten(
+            at=self.clock(), write_id=command.write_id,
+            versions=tuple((by_path[p], v) for p, v in versions.items()),
+            conflicts=tuple(conflict_values)))
+
+    async def _write_one_by_one(self, writes, epoch_zk_version):
+        """Kafka <= 1.0: one conditional write per partition, each awaited before the next."""
+        versions, conflicts = {}, {}
+        for write in writes:
+            v, c = await self.zk.write_partition_states(epoch_zk_version, [write])
+            versions.update(v)
+            conflicts.update(c)
+        return versions, conflicts
+
+    # -- other znodes ---------------------------------------------------------------------------
+
+    def write(self, command, epoch_zk_version: int) -> None:
+        if self._ordered_task is None or self._ordered_task.done():
+            self._ordered_task = asyncio.create_task(self._ordered_writes(), name="zk-ordered-writes")
+        self._ordered.put_nowait((command, epoch_zk_version))
+
+    async def _ordered_writes(self) -> None:
+        while True:
+            command, epoch_zk_version = await self._ordered.get()
+            if self.fenced:
+                continue
+            try:
+                ops = await self._ops(command)
+                if ops:
+                    await self.zk.multi(ops, epoch_zk_version=epoch_zk_version)
+            except Fenced as exc:
+                self._fence(f"{type(command).__name__} failed the controller epoch check: {exc}")
+            except (TransactionFailed, ZkError) as exc:
+                log.warning("%s failed: %s", type(command).__name__, exc)
+                self.put_event(E.ZnodeWriteFailed(at=self.clock(), what=_describe(command), reason=str(exc)))
+
+    async def _ops(self, c) -> list:
+        if isinstance(c, C.WriteTopicAssignment):
+            data = zkdata.encode_topic_assignment(dict(c.partitions))
+            return [SetData(zkpaths.topic(c.topic), data, -1)]
+        if isinstance(c, C.DeleteTopic):
+            ops = await self._delete_tree_ops(zkpaths.topic(c.topic))
+            for path in (zkpaths.config_topic(c.topic), zkpaths.delete_topic(c.topic)):
+                if await self.zk.exists(path) is not None:
+                    ops.append(Delete(path, -1))
+            return ops
+        if isinstance(c, C.DeleteTopicDeletionRequests):
+            ops = []
+            for topic in c.topics:
+                path = zkpaths.delete_topic(topic)
+                if await self.zk.exists(path) is not None:
+                    ops.append(Delete(path, -1))
+            return ops
+        if isinstance(c, C.WriteReassignmentPlan):
+            path = zkpaths.REASSIGN_PARTITIONS
+            if not c.partitions:
+                return [Delete(path, -1)] if await self.zk.exists(path) is not None else []
+            return [SetData(path, zkdata.encode_reassignment(c.partitions), -1)]
+        if isinstance(c, C.DeletePreferredElectionRequest):
+            path = zkpaths.PREFERRED_REPLICA_ELECTION
+            return [Delete(path, -1)] if await self.zk.exists(path) is not None else []
+        raise TypeError(f"not a znode write: {c!r}")
+
+    async def _delete_tree_ops(self, root: str) -> list:
+        """Delete ops for a subtree, leaves first (a multi cannot delete recursively)."""
+        ops: list = []
+
+        async def walk(path: str) -> None:
+            try:
+                children = await self.zk.get_children(path)
+            except NoNode:
+                return
+            for child in children:
+                await walk(f"{path}/{child}")
+            ops.append(Delete(path, -1))
+
+        await walk(root)
+        return ops
+
+    def _fence(self, reason: str) -> None:
+        if not self.fenced:
+            self.fenced = True
+            log.error("fenced: %s", reason)
+            self.put_event(E.ControllerFenced(at=self.clock(), reason=reason))
+
+    async def drain(self) -> None:
+        """Wait for the writes in flight (tests and clean shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        while not self._ordered.empty():
+            await asyncio.sleep(0.01)
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._ordered_task is not None:
+            self._ordered_task.cancel()
+
+
+def _describe(c) -> str:
+    if isinstance(c, (C.WriteTopicAssignment, C.DeleteTopic)):
+        return f"{type(c).__name__}({c.topic})"
+    return type(c).__name__
+
