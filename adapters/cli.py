@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", choices=("text", "json"), default="text")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=cmd_node)
+
+    from benchmarks.failover import add_command as add_bench
+
+    add_bench(sub, UsageError)
     return parser
 
 

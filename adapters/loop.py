@@ -67,6 +67,7 @@ class ControllerLoop:
         self._idle.set()
         self._gc_frozen_partitions = 0
         self._epoch_for_journal = 0
+        self.observer = None  # callable(event, timing dict): benchmarks attribute time to phases
         if journal is not None:
             journal.snapshot_provider = self._snapshot
 
@@ -154,8 +155,12 @@ class ControllerLoop:
             self.journal.append("effects", {"event_seq": self.last_seq, "count": len(commands),
                                             "digest": codec.digest(commands)},
                                 controller_epoch=state.epoch, at=event.at)
-        queue_ms = ((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0
-        self.stats.add(type(event).__name__, max(queue_ms, 0.0), journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
+        queue_ms = max(((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0, 0.0)
+        self.stats.add(type(event).__name__, queue_ms, journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
+        if self.observer is not None:
+            self.observer(event, {"enqueued": enqueued, "queue_ms": queue_ms, "journal_ms": journaled_s * 1000,
+                                  "step_ms": (t2 - t1) * 1000, "execute_ms": (t3 - t2) * 1000,
+                                  "done": time.perf_counter(), "commands": commands})
         self._tune_gc(state)
         return commands
 

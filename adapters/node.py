@@ -63,6 +63,7 @@ class NodeConfig:
     secret: bytes | None = None
     zk_auth: str | None = None  # "user:password" digest credentials
     sequential_writes: bool = False  # the benchmark's Kafka <= 1.0 mode
+    controller_eligible: bool = True  # harness-only: keeps a node out of elections (not a Kafka key)
 
     def get(self, key: str, default: Any) -> Any:
         value = self.settings.get(key, default)
@@ -88,8 +89,11 @@ class BrokerIdInUse(Exception):
 
 
 class ClusterNode:
-    def __init__(self, config: NodeConfig, *, replica_manager=None):
+    def __init__(self, config: NodeConfig, *, replica_manager=None, instruments=None):
+        """`instruments` (benchmarks) may define on_event(event, timing), on_ack(broker, api,
+        elapsed_ms, tag) and on_written(write_id, count, seconds)."""
         self.config = config
+        self.instruments = instruments
         self.broker_id = config.broker_id
         self.replica_manager = replica_manager
         self.zk: ZkSession | None = None
@@ -119,12 +123,16 @@ class ClusterNode:
             journal = Journal.open(Path(cfg.journal_dir), self.broker_id, fsync=cfg.get("journal.fsync", "batch"))
         self.replies = Replies()
         self.timers = Timers(self._put, now_ms)
-        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes)
-        self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms)
+        probe = self.instruments
+        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes,
+                               on_written=getattr(probe, "on_written", None))
+        self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
+                               on_ack=getattr(probe, "on_ack", None))
         self.watches = ControllerWatches(self.zk, self._put, now_ms)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms)
         self.loop = ControllerLoop(cfg.controller_config(), self.executor, journal, clock=now_ms)
+        self.loop.observer = getattr(probe, "on_event", None)
         self.broker = self._make_broker()
         self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
         await self.server.start()
@@ -247,7 +255,7 @@ class ClusterNode:
             self._lose("another node holds /controller")
 
     async def _compete(self) -> None:
-        if self.active or self._electing or self._stopping:
+        if self.active or self._electing or self._stopping or not self.config.controller_eligible:
             return
         self._electing = True
         try:
@@ -403,6 +411,22 @@ class ClusterNode:
         if answer.get("error"):
             raise RuntimeError(f"{answer['error']}: {answer.get('message', '')}")
         return Q.decode_partitions(answer.get("partitions_remaining", []))
+
+    async def crash(self) -> None:
+        """Stop everything at once, as a killed process would, but leave the ZooKeeper session
+        to be expired from outside (benchmarks: `force_expire` marks t0)."""
+        self._stopping = True
+        self.active = False
+        self.watches.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.senders.stop_all()
+        self.timers.cancel_all()
+        self.writer.close()
+        await self.server.close()
+        if hasattr(self.broker, "close"):
+            self.broker.close()
 
     async def close(self) -> None:
         self._stopping = True

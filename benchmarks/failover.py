@@ -1,0 +1,511 @@
+"""`kctl bench failover`: how long a cluster is without leaders when a broker or the controller
+dies, with 10,000 partitions by default, against the floor of this ZooKeeper.
+
+Scenarios (CONTRACT section 4):
+
+- broker-failure: broker 1 leads every partition (RF 3, 5 brokers); its session is expired at
+  t0, as a crash would after the session timeout. End: every partition's state names a new
+  leader and every surviving broker acknowledged its LeaderAndIsr.
+- controlled-shutdown: broker 1 asks to shut down at t0. End: the controller answered that it
+  leads nothing, and the new leaders are acknowledged.
+- controller-failover: the controller is killed and its session expired at t0. End: a new
+  controller loaded every partition and every broker acknowledged its UpdateMetadata.
+
+Modes, measured in the same run: `batched` (the product), `sequential` (one conditional write
+per partition, one after another, as Kafka <= 1.0 did) and `zk-floor` (the bare aiozk client
+issuing the same epoch-checked writes as multi-ops, or for controller-failover the same
+pipelined reads, with no controller at all).
+
+All nodes run in this process so that one probe sees every phase; they talk to each other and
+to ZooKeeper over loopback exactly as separate processes do. Broker 1 is kept out of controller
+elections so that a broker failure never doubles as a controller failover.
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from adapters import zkdata, zkpaths
+from adapters.node import ClusterNode, NodeConfig
+from adapters.zk import ZkSession, force_expire
+from controller_core import commands as C
+from controller_core import events as E
+from controller_core.values import LeaderIsr, ReplicaAssignment
+
+SCENARIOS = ("broker-failure", "controlled-shutdown", "controller-failover")
+MODES = ("batched", "sequential", "zk-floor")
+PHASES = ("watch_delivery", "queue", "step", "journal", "zk_writes", "broker_round_trip", "other")
+BROKERS = (1, 2, 3, 4, 5)
+VICTIM = 1
+PER_TOPIC = 100
+NODE_SETTINGS = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false",
+                 "replica.catch.up.delay.ms": "200", "replica.lag.time.max.ms": "30000", "journal.fsync": "batch"}
+
+
+class Probe:
+    """Collects what the nodes report after t0 (instruments of adapters.node.ClusterNode)."""
+
+    def __init__(self):
+        self.t0: float | None = None
+        self.events: list = []
+        self.acks: list = []
+        self.writes: list = []
+
+    def start(self) -> None:
+        self.events, self.acks, self.writes = [], [], []
+        self.t0 = time.perf_counter()
+
+    def on_event(self, event, timing) -> None:
+        if self.t0 is not None:
+            self.events.append((event, timing))
+
+    def on_ack(self, broker, api, elapsed_ms, tag) -> None:
+        if self.t0 is not None:
+            self.acks.append((time.perf_counter(), broker, api, elapsed_ms))
+
+    def on_written(self, write_id, count, seconds) -> None:
+        if self.t0 is not None:
+            self.writes.append((time.perf_counter(), write_id, count, seconds))
+
+    def expected(self, cls) -> dict[int, int]:
+        """How many requests of a kind the controller queued per broker since t0."""
+        out: dict[int, int] = {}
+        for _, timing in self.events:
+            for c in timing["commands"]:
+                if isinstance(c, cls):
+                    out[c.broker_id] = out.get(c.broker_id, 0) + 1
+        return out
+
+    def acked(self, api: str) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for t, broker, a, _ in self.acks:
+            if a == api:
+                out.setdefault(broker, []).append(t)
+        return out
+
+
+class BenchCluster:
+    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe):
+        self.connect = connect
+        self.base = base
+        self.partitions = partitions
+        self.mode = mode
+        self.probe = probe
+        self.nodes: dict[int, ClusterNode] = {}
+        self.topics = [f"bench-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
+
+    def _config(self, broker_id: int) -> NodeConfig:
+        return NodeConfig(broker_id=broker_id, zookeeper=self.connect, journal_dir=str(self.base / f"node-{broker_id}"),
+                          settings=NODE_SETTINGS, sequential_writes=self.mode == "sequential",
+                          controller_eligible=broker_id != VICTIM)
+
+    async def start_node(self, broker_id: int) -> ClusterNode:
+        node = ClusterNode(self._config(broker_id), instruments=self.probe)
+        await node.start()
+        self.nodes[broker_id] = node
+        return node
+
+    def controller(self) -> ClusterNode | None:
+        found = [n for n in self.nodes.values() if n.active and n.loop.state.active]
+        return found[0] if len(found) == 1 else None
+
+    def assignment(self, index: int) -> tuple[int, ...]:
+        others = [b for b in BROKERS if b != VICTIM]
+        return (VICTIM, others[index % 4], others[(index + 1) % 4])
+
+    async def setup(self, admin: ZkSession, progress) -> None:
+        for b in (5, 2, 3, 4, VICTIM):  # broker 5 first: it becomes the controller
+            await self.start_node(b)
+            if b == 5:
+                await until(lambda: self.controller() is not None, 30, "the first controller")
+        await until(lambda: len(self.controller().loop.state.brokers) == len(BROKERS), 30, "all brokers")
+        task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
+        index = 0
+        for topic in self.topics:
+            count = min(PER_TOPIC, self.partitions - index)
+            parts = {p: ReplicaAssignment(self.assignment(index + p)) for p in range(count)}
+            await admin.create(zkpaths.topic(topic), zkdata.encode_topic_assignment(parts))
+            index += count
+        await until(lambda: self._settled(progress, task), 600, "partitions created")
+        progress.remove_task(task)
+
+    def _settled(self, progress=None, task=None) -> bool:
+        ctrl = self.controller()
+        if ctrl is None:
+            return False
+        led = full = 0
+        for info in ctrl.loop.state.partitions.values():
+            li = info.leader_isr
+            if li is not None and li.leader == VICTIM:
+                led += 1
+                if len(li.isr) == 3:
+                    full += 1
+        if progress is not None:
+            progress.update(task, completed=full)
+        return (full == self.partitions and not ctrl.loop.state.pending and ctrl.loop.queue.empty()
+                and all(n == 0 for n in ctrl.senders.queue_sizes().values()))
+
+    async def restore(self, admin: ZkSession) -> None:
+        """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
+        full ISRs, nothing in flight."""
+        victim = self.nodes.get(VICTIM)
+        if victim is None or victim._stopping:
+            await self.start_node(VICTIM)
+        for b in BROKERS:
+            node = self.nodes.get(b)
+            if node is None or node._stopping:
+                await self.start_node(b)
+        await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+                    60, "all brokers back")
+        await until(self._isrs_full, 300, "ISRs complete")
+        tps = [tp for tp, info in self.controller().loop.state.partitions.items() if info.leader_isr.leader != VICTIM]
+        if tps:
+            await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_replica_election(tps))
+        await until(self._settled, 300, "preferred leaders back")
+        await asyncio.sleep(0.5)
+        gc.collect()
+
+    def _isrs_full(self) -> bool:
+        ctrl = self.controller()
+        return ctrl is not None and all(info.leader_isr is not None and len(info.leader_isr.isr) == 3
+                                        for info in ctrl.loop.state.partitions.values())
+
+    async def close(self) -> None:
+        for node in self.nodes.values():
+            if not node._stopping:
+                await node.close()
+            elif node.zk is not None:
+                await node.zk.close()
+
+
+async def until(predicate, timeout: float, what: str, interval: float = 0.002) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+# -- one measured run ------------------------------------------------------------------------------
+
+
+async def run_broker_failure(cluster: BenchCluster) -> dict:
+    victim = cluster.nodes[VICTIM]
+    session_id, password = victim.zk.session_id, victim.zk.password
+    await victim.crash()
+    cluster.probe.start()
+    await force_expire(cluster.connect, session_id, password)
+    survivors = [b for b in BROKERS if b != VICTIM]
+    end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
+                             lambda ctrl: _moved_off(ctrl, VICTIM))
+    await victim.zk.close()
+    return _phases(cluster.probe, end, "BrokersChanged", E.PartitionStatesWritten)
+
+
+async def run_controlled_shutdown(cluster: BenchCluster) -> dict:
+    victim = cluster.nodes[VICTIM]
+    cluster.probe.start()
+    ok = await victim._ask_controller_to_shut_down()
+    if ok:
+        raise RuntimeError(f"controlled shutdown left {len(ok)} partitions led by broker {VICTIM}")
+    survivors = [b for b in BROKERS if b != VICTIM]
+    end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
+                             lambda ctrl: _moved_off(ctrl, VICTIM))
+    await victim.close()  # it leaves for real; restore() brings it back
+    return _phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten)
+
+
+async def run_controller_failover(cluster: BenchCluster) -> dict:
+    old = cluster.controller()
+    session_id, password = old.zk.session_id, old.zk.password
+    await old.crash()
+    cluster.probe.start()
+    await force_expire(cluster.connect, session_id, password)
+    await until(lambda: cluster.controller() is not None and cluster.controller() is not old, 60, "a new controller")
+    new = cluster.controller()
+    others = [b for b, n in cluster.nodes.items() if n is not old]
+    end = await _until_acked(cluster, C.SendUpdateMetadata, "UpdateMetadata", others,
+                             lambda ctrl: ctrl is new and len(ctrl.loop.state.partitions) == cluster.partitions)
+    await old.zk.close()
+    return _phases(cluster.probe, end, "ControllerElected", E.ControllerElected)
+
+
+def _moved_off(ctrl: ClusterNode, broker: int) -> bool:
+    return all(info.leader_isr.leader != broker for info in ctrl.loop.state.partitions.values()) \
+        and not ctrl.loop.state.pending
+
+
+async def _until_acked(cluster: BenchCluster, cls, api: str, brokers, condition) -> float:
+    """Poll until the controller's condition holds and every request of `cls` it queued since t0
+    was acknowledged by each of `brokers`; returns the moment of the last acknowledgement."""
+    probe = cluster.probe
+
+    def done() -> bool:
+        ctrl = cluster.controller()
+        if ctrl is None or not condition(ctrl) or not ctrl.loop.queue.empty():
+            return False
+        expected = probe.expected(cls)
+        acked = probe.acked(api)
+        return all(expected.get(b, 0) > 0 and len(acked.get(b, ())) >= expected[b] for b in brokers)
+
+    await until(done, 600, f"{api} acknowledged")
+    acked = probe.acked(api)
+    return max(max(ts) for b, ts in acked.items() if b in brokers)
+
+
+def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
+    """Attribute the time from t0 to `end` to phases. Broker round trip runs from the end of
+    the last `release_type` event (the one whose step queued the requests) to `end`."""
+    t0 = probe.t0
+    total = (end - t0) * 1000
+    first = next((timing for event, timing in probe.events if type(event).__name__ == trigger), None)
+    watch = ((first["enqueued"] - t0) * 1000) if first and first["enqueued"] else 0.0
+    queue = sum(t["queue_ms"] for _, t in probe.events)
+    step = sum(t["step_ms"] + t["execute_ms"] for _, t in probe.events)
+    journal = sum(t["journal_ms"] for _, t in probe.events)
+    zk_writes = sum(w[3] for w in probe.writes) * 1000
+    release = max((t["done"] for e, t in probe.events if isinstance(e, release_type) and t["done"] <= end),
+                  default=None)
+    round_trip = ((end - release) * 1000) if release else 0.0
+    known = watch + queue + step + journal + zk_writes + round_trip
+    return {"total_ms": total, "phases_ms": {"watch_delivery": watch, "queue": queue, "step": step, "journal": journal,
+                                             "zk_writes": zk_writes, "broker_round_trip": round_trip,
+                                             "other": max(total - known, 0.0)}}
+
+
+RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_controlled_shutdown,
+           "controller-failover": run_controller_failover}
+
+
+# -- the floor ----------------------------------------------------------------------------------------
+
+
+async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int) -> float:
+    """The same work with the bare aiozk client in a chroot of its own: 10,000 epoch-checked
+    state writes as multi-ops, all in flight at once (or, for controller-failover, the reads of
+    every state znode, pipelined). Returns ms."""
+    import aiozk
+
+    from adapters.zk import parse_connect_string
+
+    hosts, chroot = parse_connect_string(connect)
+    root = (chroot or "") + f"/floor-{os.getpid()}-{time.monotonic_ns()}"
+    zk = await ZkSession.connect(f"{hosts}{root}")
+    await zk.create("/controller_epoch", b"7")
+    paths = [f"/s/{i // PER_TOPIC}/{i % PER_TOPIC}" for i in range(partitions)]
+    for d in range((partitions + PER_TOPIC - 1) // PER_TOPIC):
+        await zk.ensure_path(f"/s/{d}")
+    data = zkdata.encode_partition_state(LeaderIsr(1, 0, (1, 2, 3), 7, 0))
+    for i in range(0, partitions, 2000):
+        await asyncio.gather(*(zk.create(p, data) for p in paths[i:i + 2000]))
+    await zk.close()
+    client = aiozk.ZKClient(hosts, chroot=root)
+    await client.start()
+    try:
+        new = zkdata.encode_partition_state(LeaderIsr(2, 1, (2, 3), 8, 0))
+        t0 = time.perf_counter()
+        if scenario == "controller-failover":
+            await asyncio.gather(*(client.get_data(p) for p in paths))
+        else:
+            async def one(batch):
+                txn = client.begin_transaction()
+                txn.check_version("/controller_epoch", 0)
+                for p in batch:
+                    txn.set_data(p, new, 0)
+                result = await txn.commit()
+                if not result:
+                    raise RuntimeError("floor transaction failed")
+            await asyncio.gather(*(one(paths[i:i + chunk]) for i in range(0, partitions, chunk)))
+        return (time.perf_counter() - t0) * 1000
+    finally:
+        await client.deleteall("/")
+        await client.close()
+
+
+# -- the whole benchmark -------------------------------------------------------------------------------
+
+
+def summarize(samples: list[dict]) -> dict:
+    totals = [s["total_ms"] for s in samples]
+    phases = {p: statistics.median(s["phases_ms"][p] for s in samples) for p in PHASES}
+    return {"runs": len(samples), "median_ms": statistics.median(totals), "min_ms": min(totals),
+            "max_ms": max(totals), "samples_ms": totals, "phases_ms": phases}
+
+
+async def run(args, console) -> dict:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adapters.zk import DEFAULT_CHUNK_OPS
+    from adapters.zookeeper_server import EmbeddedZooKeeper
+
+    base = Path(tempfile.mkdtemp(prefix="kctl-bench-"))
+    server = None
+    connect = args.zookeeper
+    if not connect:
+        server = EmbeddedZooKeeper(base / "zookeeper")
+        server.start()
+        connect = server.connect_string
+    zk_version = server.version() if server else "external"
+    results: dict = {"partitions": args.partitions, "runs": args.runs, "scenarios": {},
+                     "environment": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                                     "platform": platform.platform(), "zookeeper": zk_version,
+                                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            for scenario in args.scenarios:
+                results["scenarios"][scenario] = {}
+                for mode in args.modes:
+                    if mode == "zk-floor":
+                        samples = [{"total_ms": await zk_floor(connect, args.partitions, scenario, DEFAULT_CHUNK_OPS),
+                                    "phases_ms": {p: 0.0 for p in PHASES}} for _ in range(args.runs)]
+                        for s in samples:
+                            s["phases_ms"]["zk_writes"] = s["total_ms"]
+                    else:
+                        samples = await run_mode(connect, base, scenario, mode, args, progress)
+                    summary = summarize(samples)
+                    summary["partitions"] = args.partitions
+                    results["scenarios"][scenario][mode] = summary
+                    console.print(f"  {scenario:20s} {mode:10s} median {summary['median_ms']:9.1f} ms "
+                                  f"(min {summary['min_ms']:.1f}, max {summary['max_ms']:.1f}, {summary['runs']} runs)")
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    results["ratios"] = ratios(results)
+    return results
+
+
+async def run_mode(connect, base, scenario, mode, args, progress) -> list[dict]:
+    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}"
+    probe = Probe()
+    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe)
+    admin = await ZkSession.connect(chroot_connect)
+    samples = []
+    try:
+        await cluster.setup(admin, progress)
+        task = progress.add_task(f"[{mode}] {scenario}", total=args.runs)
+        for _ in range(args.runs):
+            await cluster.restore(admin)
+            samples.append(await RUNNERS[scenario](cluster))
+            probe.t0 = None
+            progress.advance(task)
+        progress.remove_task(task)
+    finally:
+        await cluster.close()
+        await admin.close()
+    return samples
+
+
+def ratios(results: dict) -> dict:
+    out = {}
+    for scenario, modes in results["scenarios"].items():
+        r = {}
+        b = modes.get("batched", {}).get("median_ms")
+        if b and "zk-floor" in modes:
+            r["batched_over_floor"] = b / modes["zk-floor"]["median_ms"]
+            r["batched_zk_writes_over_floor"] = modes["batched"]["phases_ms"]["zk_writes"] / modes["zk-floor"]["median_ms"]
+        if b and "sequential" in modes:
+            r["sequential_over_batched"] = modes["sequential"]["median_ms"] / b
+        out[scenario] = r
+    return out
+
+
+def table(results: dict, console) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"Failover latency, {results['partitions']:,} partitions, {results['runs']} runs (median ms)")
+    for col in ("scenario", "mode", "median", "min", "max", *PHASES):
+        t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
+    for scenario, modes in results["scenarios"].items():
+        for mode, s in modes.items():
+            t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
+                      *(f"{s['phases_ms'][p]:.0f}" for p in PHASES))
+    console.print(t)
+    for scenario, r in results["ratios"].items():
+        console.print(f"{scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
+
+
+def chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(f"{sc}\n{mode}", s) for sc, modes in results["scenarios"].items() for mode, s in modes.items()]
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 5))
+    bottoms = [0.0] * len(rows)
+    for phase in PHASES:
+        values = [s["phases_ms"][phase] for _, s in rows]
+        ax.bar(range(len(rows)), values, bottom=bottoms, label=phase.replace("_", " "))
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.set_ylabel("median ms (phases stacked)")
+    ax.set_yscale("log" if max(bottoms or [1]) > 20 * min([b for b in bottoms if b] or [1]) else "linear")
+    ax.set_title(f"kctl failover, {results['partitions']:,} partitions ({results['environment']['cpu_count']} cores)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(args) -> int:
+    import logging
+
+    from rich.console import Console
+
+    # the nodes' own logs go to a file: the terminal shows progress and results
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "nodes.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().handlers[:] = [handler]
+    logging.getLogger().setLevel(logging.INFO)
+    console = Console(width=max(Console().width, 150))
+    results = asyncio.run(run(args, console))
+    (out / "result.json").write_text(json.dumps(results, indent=2))
+    chart(results, out / "failover.png")
+    table(results, console)
+    console.print(f"wrote {out / 'result.json'} and {out / 'failover.png'}")
+    return 0
+
+
+def add_command(sub, usage_error) -> None:
+    p = sub.add_parser("bench", help="benchmarks (failover)")
+    bench = p.add_subparsers(dest="bench", metavar="BENCHMARK", parser_class=type(p))
+    f = bench.add_parser("failover", help="failover latency with N partitions against the ZooKeeper floor")
+    f.add_argument("--partitions", type=int, default=10_000)
+    f.add_argument("--runs", type=int, default=5)
+    f.add_argument("--out", default="bench-out")
+    f.add_argument("--zookeeper", default=None, help="an external ZooKeeper (default: start an embedded one)")
+    f.add_argument("--scenarios", default=",".join(SCENARIOS))
+    f.add_argument("--modes", default=",".join(MODES))
+
+    def cmd(args) -> int:
+        if args.partitions <= 0 or args.runs <= 0:
+            raise usage_error("--partitions and --runs must be positive")
+        args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+        args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        for s in args.scenarios:
+            if s not in SCENARIOS:
+                raise usage_error(f"unknown scenario {s!r} (choose from {', '.join(SCENARIOS)})")
+        for m in args.modes:
+            if m not in MODES:
+                raise usage_error(f"unknown mode {m!r} (choose from {', '.join(MODES)})")
+        return main(args)
+
+    f.set_defaults(func=cmd)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+if __name__ == "__main__":
+    sys.exit("run it as: kctl bench failover --help")
