@@ -230,8 +230,12 @@ class Broker:
                 cache.pop(view.tp, None)
             else:
                 cache[view.tp] = view
+        shutting = body.get("shutting_down_brokers") or []
+        if not isinstance(shutting, list) or any(type(b) is not int for b in shutting):
+            raise Q.RequestFormatError("shutting_down_brokers must be a list of broker ids")
         self._meta_brokers = {b.broker_id: b for b in brokers}
-        self.replica_manager.update_live_brokers(frozenset(self._meta_brokers))
+        # replicas on brokers in controlled shutdown have stopped fetching
+        self.replica_manager.update_live_brokers(frozenset(self._meta_brokers) - frozenset(shutting))
         self._wakeup.set()
         return {}
 

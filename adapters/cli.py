@@ -70,7 +70,7 @@ KNOWN_NODE_KEYS = {
     "leader.imbalance.check.interval.seconds": int, "controlled.shutdown.max.retries": int,
     "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
     "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
-    "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str,
+    "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
 }
 
 
@@ -87,6 +87,9 @@ def _check_settings(settings: dict) -> None:
                 raise UsageError(f"{key} must be a non-negative integer, got {value!r}")
         elif kind is bool and str(value).lower() not in ("true", "false"):
             raise UsageError(f"{key} must be true or false, got {value!r}")
+    roles = {r.strip() for r in settings.get("process.roles", "broker,controller").split(",")}
+    if not roles or not roles <= {"broker", "controller"} or "broker" not in roles:
+        raise UsageError(f"process.roles must be broker or broker,controller, got {settings['process.roles']!r}")
     if settings.get("journal.fsync", "batch") not in ("always", "batch", "never"):
         raise UsageError(f"journal.fsync must be always, batch or never, got {settings['journal.fsync']!r}")
 
@@ -170,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log-format", choices=("text", "json"), default="text")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=cmd_node)
+
+    from .cli_admin import add_admin_commands
+
+    add_admin_commands(sub, UsageError)
 
     from benchmarks.failover import add_command as add_bench
 

@@ -136,6 +136,10 @@ class Executor:
         if sends:
             self.senders.send(sends)
 
+    def busy(self) -> bool:
+        """Writes in flight or broker requests not yet acknowledged."""
+        return bool(self.zk.in_flight()) or any(self.senders.queue_sizes().values())
+
     def _log_state_changes(self, c: C.LogStateChanges, epoch: int) -> None:
         """Kafka's state-change log: one line per group at INFO (failures at ERROR), the
         partitions listed at DEBUG, so a 10,000-partition failover writes a handful of lines."""

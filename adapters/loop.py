@@ -4,8 +4,11 @@ Every input of `step()` arrives here as an event: ZooKeeper watches, broker resp
 outcomes, timers, elections. The loop takes one event at a time, appends it to the journal and
 makes it durable (write-ahead), runs the pure `step()`, and hands the commands to the executor,
 which starts their I/O without waiting for it: outcomes come back through the same queue.
-After the commands are handed over, an "effects" record with a digest of them goes to the
-journal so that the replay can check it recomputes the same decisions.
+Each event's commands are also summarised in an "effects" record (a digest, linked to the event
+by `event_seq`) so that the replay can check it recomputes the same decisions. Hashing the
+commands of a 10,000-partition failover takes longer than deciding it, so effects are computed
+once the controller is quiet (nothing queued, no write in flight, every broker request
+acknowledged) and may land in the journal a few records after their event.
 
 Nothing else changes controller state, so there are no locks.
 """
@@ -68,6 +71,8 @@ class ControllerLoop:
         self._gc_frozen_partitions = 0
         self._epoch_for_journal = 0
         self.observer = None  # callable(event, timing dict): benchmarks attribute time to phases
+        self._effects: collections.deque = collections.deque()  # (event_seq, epoch, at, commands)
+        self._effects_ready = asyncio.Event()
         if journal is not None:
             journal.snapshot_provider = self._snapshot
 
@@ -105,6 +110,14 @@ class ControllerLoop:
         """Process events forever. Whatever is queued is taken as one batch: its events are
         appended, made durable together (group commit: one fsync for the batch under "batch",
         one per event under "always"), and only then decided and executed one by one."""
+        worker = asyncio.create_task(self._effects_worker(), name="journal-effects")
+        try:
+            await self._run(max_batch)
+        finally:
+            worker.cancel()
+            self.flush_effects()
+
+    async def _run(self, max_batch: int) -> None:
         while True:
             batch = [await self.queue.get()]
             while len(batch) < max_batch and not self.queue.empty():
@@ -152,9 +165,8 @@ class ControllerLoop:
             self.executor.execute(commands, state)
         t3 = time.perf_counter()
         if self.journal is not None:
-            self.journal.append("effects", {"event_seq": self.last_seq, "count": len(commands),
-                                            "digest": codec.digest(commands)},
-                                controller_epoch=state.epoch, at=event.at)
+            self._effects.append((self.last_seq, state.epoch, event.at, commands))
+            self._effects_ready.set()
         queue_ms = max(((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0, 0.0)
         self.stats.add(type(event).__name__, queue_ms, journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
         if self.observer is not None:
@@ -163,6 +175,30 @@ class ControllerLoop:
                                   "done": time.perf_counter(), "commands": commands})
         self._tune_gc(state)
         return commands
+
+    def _quiet(self) -> bool:
+        busy = getattr(self.executor, "busy", None)
+        return self.queue.empty() and not (busy is not None and busy())
+
+    async def _effects_worker(self) -> None:
+        while True:
+            await self._effects_ready.wait()
+            self._effects_ready.clear()
+            while self._effects:
+                if not self._quiet():
+                    await asyncio.sleep(0.02)
+                    continue
+                self._append_effects(*self._effects.popleft())
+                await asyncio.sleep(0)
+
+    def flush_effects(self) -> None:
+        """Write every pending effects record now (shutdown, tests, journal reads)."""
+        while self._effects:
+            self._append_effects(*self._effects.popleft())
+
+    def _append_effects(self, seq, epoch, at, commands) -> None:
+        self.journal.append("effects", {"event_seq": seq, "count": len(commands), "digest": codec.digest(commands)},
+                            controller_epoch=epoch, at=at)
 
     def _snapshot(self):
         return self.state.epoch, {"state": codec.encode_state(self.state)}

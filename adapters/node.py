@@ -63,7 +63,6 @@ class NodeConfig:
     secret: bytes | None = None
     zk_auth: str | None = None  # "user:password" digest credentials
     sequential_writes: bool = False  # the benchmark's Kafka <= 1.0 mode
-    controller_eligible: bool = True  # harness-only: keeps a node out of elections (not a Kafka key)
 
     def get(self, key: str, default: Any) -> Any:
         value = self.settings.get(key, default)
@@ -72,6 +71,12 @@ class NodeConfig:
         if isinstance(default, int):
             return int(value)
         return value
+
+    @property
+    def controller_eligible(self) -> bool:
+        """`process.roles` (KRaft's key): "broker" never competes for the controller."""
+        roles = {r.strip() for r in str(self.settings.get("process.roles", "broker,controller")).split(",")}
+        return "controller" in roles
 
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(
@@ -106,6 +111,8 @@ class ClusterNode:
         self.broker_epoch = -1
         self.port = config.port
         self._tasks: set[asyncio.Task] = set()
+        self._crash_event = asyncio.Event()
+        self.crashed: BaseException | None = None
 
     # -- startup --------------------------------------------------------------------------------
 
@@ -164,14 +171,14 @@ class ClusterNode:
             # structured concurrency: a crashed component takes the node down, loudly
             log.critical("%s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
             self.crashed = task.exception()
-            asyncio.get_running_loop().call_soon(self._crash_event.set)
-
-    _crash_event = None
-    crashed: BaseException | None = None
+            self._crash_event.set()
+            # a node whose loop died must not keep its session (and maybe /controller): the
+            # embedding service may not be waiting on run_until_stopped, so stop it here too
+            if not self._stopping:
+                asyncio.get_running_loop().create_task(self.close())
 
     async def run_until_stopped(self, stop: asyncio.Event) -> None:
         """Start, then run until `stop` is set or a component crashes (then raise)."""
-        self._crash_event = asyncio.Event()
         await self.start()
         done, _ = await asyncio.wait([asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._crash_event.wait())],
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -427,6 +434,8 @@ class ClusterNode:
         await self.server.close()
         if hasattr(self.broker, "close"):
             self.broker.close()
+        if self.loop.journal is not None:
+            self.loop.journal.close()  # a dead process's file lock goes with it
 
     async def close(self) -> None:
         self._stopping = True
@@ -445,5 +454,6 @@ class ClusterNode:
             if asyncio.iscoroutine(result):
                 await result
         if self.loop.journal is not None:
+            self.loop.flush_effects()
             self.loop.journal.close()
         await self.zk.close()

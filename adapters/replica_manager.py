@@ -14,12 +14,10 @@ manager never changes an ISR) and implement the four replica methods.
 epoch, znode version, ISR, replicas, a log end offset counter) and simulates how a Kafka 2.4
 leader maintains its ISR, with the brokers' liveness standing in for fetch requests:
 
-- A follower *fetches* while its broker is live in the last UpdateMetadata and its replica has
-  not been stopped. A replica counts as stopped when the controller took it out of the ISR
-  while its broker was live (Kafka 2.4's controller does that only in the OfflineReplica
-  transition: controlled shutdown, reassignment removal, deletion, after which the replica's
-  broker stops fetching). It counts as started again once its broker left the live set (it
-  restarts), or the controller puts it back in the ISR, or it leaves the assignment.
+- A follower *fetches* while its broker is live in the last UpdateMetadata, is not in
+  controlled shutdown (the UpdateMetadata names those brokers), and its replica is assigned.
+  Inferring "stopped" from an ISR removal instead is wrong when the removal was decided while
+  the broker was dead and arrives after it came back.
 - A fetching follower outside the ISR joins it `catch_up_delay_ms` after it started fetching,
   that is after the later of: this broker becoming leader, the follower's broker becoming live,
   the follower entering the assignment.
@@ -261,7 +259,6 @@ class SimulatedReplicaManager:
         if r is None:
             r = self._replicas[tp] = _Replica(tp)
         was_leader = r.role == ROLE_LEADER
-        previous_isr = set(r.isr)
         r.apply(view, ROLE_LEADER)
         r.leader = self.broker_id
         r.in_flight = r.blocked = False
@@ -269,12 +266,6 @@ class SimulatedReplicaManager:
         if not was_leader:
             r.followers = {}
             r.stopped = set()
-        # The controller took live followers out of the ISR: their replicas were stopped.
-        isr = set(r.isr)
-        live = self._live or frozenset()
-        r.stopped |= {b for b in previous_isr - isr if b != self.broker_id and b in live}
-        r.stopped &= set(r.replicas)
-        r.stopped -= isr
         self._led[tp] = None
         self._refresh(r, now)
 

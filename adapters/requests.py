@@ -10,7 +10,7 @@ carry 100,000 of them:
 | api | body | answer |
 |---|---|---|
 | LeaderAndIsr | controller_id, controller_epoch, broker_epoch, partition_states, live_leaders | {"partition_errors": [[t, p, error]]} |
-| UpdateMetadata | controller_id, controller_epoch, broker_epoch, partition_states, live_brokers | {} |
+| UpdateMetadata | controller_id, controller_epoch, broker_epoch, partition_states, live_brokers, shutting_down_brokers | {} |
 | StopReplica | controller_id, controller_epoch, broker_epoch, delete_partitions, partitions | {"partition_errors": [...]} |
 | ControlledShutdown | broker_id, broker_epoch | {"error", "partitions_remaining": [[t, p]]} |
 | ElectLeaders | election_type, partitions (or null: all) | {"error", "results": [[t, p, error]]} |
@@ -19,6 +19,8 @@ Malformed bodies raise `RequestFormatError` with the field that was wrong.
 """
 from __future__ import annotations
 
+import json
+import zlib
 from typing import Any
 
 from controller_core import commands as C
@@ -49,6 +51,66 @@ def views_body(views: tuple[PartitionView, ...]) -> list:
     return [_view(v) for v in views]
 
 
+# -- pre-encoded bodies (the controller's hot path) ---------------------------------------------
+#
+# A failover sends the same partition states to several brokers (LeaderAndIsr to each replica,
+# UpdateMetadata to everyone). Each view is turned into JSON text once per decision and bodies
+# are spliced from those fragments, instead of building and serialising one dict per broker.
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+_TOPIC_JSON: dict[str, str] = {}
+
+
+def _ints_json(values: tuple[int, ...]) -> str:
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+def view_json(v: PartitionView) -> str:
+    """The JSON text of `_view(v)`, built directly."""
+    topic = _TOPIC_JSON.get(v.tp.topic)
+    if topic is None:
+        topic = _TOPIC_JSON.setdefault(v.tp.topic, _ENCODE(v.tp.topic))
+    return (f"[{topic},{v.tp.partition},{v.controller_epoch},{v.leader},{v.leader_epoch},{_ints_json(v.isr)},"
+            f"{v.zk_version},{_ints_json(v.replicas)},{_ints_json(v.adding)},{_ints_json(v.removing)},"
+            f"{'true' if v.is_new else 'false'}]")
+
+
+def states_json(views, memo: dict) -> str:
+    """JSON text of a partition_states list; `memo` (id(view) -> text) spans one decision."""
+    parts = []
+    for v in views:
+        text = memo.get(id(v))
+        if text is None:
+            text = memo[id(v)] = view_json(v)
+        parts.append(text)
+    return "[" + ",".join(parts) + "]"
+
+
+def spliced_body(header: dict, states: str, compress_threshold: int = 64 * 1024):
+    """An `EncodedBody` for `header` plus a pre-encoded "partition_states" member, compressed
+    the way adapters/wire.py compresses (zlib) when large."""
+    from .wire import COMPRESS_LEVEL, EncodedBody
+
+    text = _ENCODE(header)[:-1] + ',"partition_states":' + states + "}"
+    data = text.encode("ascii")
+    if compress_threshold is not None and len(data) > compress_threshold:
+        return EncodedBody(zlib.compress(data, COMPRESS_LEVEL), True, len(data))
+    return EncodedBody(data, False, len(data))
+
+
+def leader_and_isr_encoded(c: C.SendLeaderAndIsr, controller_id: int, memo: dict):
+    header = {"controller_id": controller_id, "controller_epoch": c.controller_epoch,
+              "broker_epoch": c.broker_epoch, "live_leaders": [_broker(b) for b in c.live_leaders]}
+    return spliced_body(header, states_json(c.partitions, memo))
+
+
+def update_metadata_encoded(c: C.SendUpdateMetadata, controller_id: int, states: str):
+    header = {"controller_id": controller_id, "controller_epoch": c.controller_epoch,
+              "broker_epoch": c.broker_epoch, "live_brokers": [_broker(b) for b in c.live_brokers],
+              "shutting_down_brokers": list(c.shutting_down)}
+    return spliced_body(header, states)
+
+
 def leader_and_isr_body(c: C.SendLeaderAndIsr, controller_id: int) -> dict:
     return {"controller_id": controller_id, "controller_epoch": c.controller_epoch, "broker_epoch": c.broker_epoch,
             "partition_states": views_body(c.partitions), "live_leaders": [_broker(b) for b in c.live_leaders]}
@@ -58,7 +120,7 @@ def update_metadata_body(c: C.SendUpdateMetadata, controller_id: int, states: li
     """`states` lets the caller pass the already-encoded partition list shared by every broker."""
     return {"controller_id": controller_id, "controller_epoch": c.controller_epoch, "broker_epoch": c.broker_epoch,
             "partition_states": states if states is not None else views_body(c.partitions),
-            "live_brokers": [_broker(b) for b in c.live_brokers]}
+            "live_brokers": [_broker(b) for b in c.live_brokers], "shutting_down_brokers": list(c.shutting_down)}
 
 
 def stop_replica_body(c: C.SendStopReplica, controller_id: int) -> dict:
@@ -77,8 +139,11 @@ def _int(body: dict, key: str) -> int:
 
 
 def _ints(value: Any, what: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or any(type(x) is not int for x in value):
+    if type(value) is not list:
         raise RequestFormatError(f"{what} must be a list of integers, got {value!r}")
+    for x in value:
+        if type(x) is not int:
+            raise RequestFormatError(f"{what} must be a list of integers, got {value!r}")
     return tuple(value)
 
 
@@ -93,15 +158,17 @@ def decode_views(items: Any) -> tuple[PartitionView, ...]:
     if not isinstance(items, list):
         raise RequestFormatError("partition_states must be a list")
     out = []
+    append = out.append
     for i, s in enumerate(items):
-        if not isinstance(s, list) or len(s) != 11:
+        if type(s) is not list or len(s) != 11:
             raise RequestFormatError(f"partition_states[{i}] must have 11 fields")
-        tp = _tp(s[:2], f"partition_states[{i}]")
-        for j in (2, 3, 4, 6):
-            if type(s[j]) is not int:
-                raise RequestFormatError(f"partition_states[{i}][{j}] must be an integer")
-        out.append(PartitionView(tp, s[3], s[4], _ints(s[5], "isr"), s[2], s[6], _ints(s[7], "replicas"),
-                                 _ints(s[8], "adding"), _ints(s[9], "removing"), bool(s[10])))
+        topic, partition, ce, leader, le, isr, zkv, replicas, adding, removing, is_new = s
+        if type(topic) is not str or type(partition) is not int or type(ce) is not int or type(leader) is not int \
+                or type(le) is not int or type(zkv) is not int:
+            raise RequestFormatError(f"partition_states[{i}] has a field of the wrong type")
+        append(PartitionView(TopicPartition(topic, partition), leader, le, _ints(isr, "isr"), ce, zkv,
+                             _ints(replicas, "replicas"), _ints(adding, "adding") if adding else (),
+                             _ints(removing, "removing") if removing else (), is_new is True))
     return tuple(out)
 
 

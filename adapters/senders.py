@@ -61,22 +61,22 @@ class Senders:
         return {b: q.qsize() for b, (_, q) in self.queues.items()}
 
     def send(self, commands) -> None:
-        shared_um: dict[int, object] = {}
+        memo: dict[int, str] = {}  # id(view) -> JSON text, shared by every request of this call
+        shared_um: dict[int, str] = {}
         for c in commands:
             entry = self.queues.get(c.broker_id)
             if entry is None:
                 continue  # the broker left between the decision and now
             queue = entry[1]
             if isinstance(c, C.SendLeaderAndIsr):
-                queue.put(Q.LEADER_AND_ISR, Q.leader_and_isr_body(c, self.controller_id),
-                          (Q.LEADER_AND_ISR, [tp for tp in (v.tp for v in c.partitions)]))
+                queue.put(Q.LEADER_AND_ISR, Q.leader_and_isr_encoded(c, self.controller_id, memo),
+                          (Q.LEADER_AND_ISR, len(c.partitions)))
             elif isinstance(c, C.SendUpdateMetadata):
-                key = id(c.partitions)
-                states = shared_um.get(key)
+                states = shared_um.get(id(c.partitions))
                 if states is None:
-                    states = shared_um[key] = Q.views_body(c.partitions)
-                body = Q.update_metadata_body(c, self.controller_id, states)
-                queue.put(Q.UPDATE_METADATA, body, (Q.UPDATE_METADATA, len(c.partitions)))
+                    states = shared_um[id(c.partitions)] = Q.states_json(c.partitions, memo)
+                queue.put(Q.UPDATE_METADATA, Q.update_metadata_encoded(c, self.controller_id, states),
+                          (Q.UPDATE_METADATA, len(c.partitions)))
             elif isinstance(c, C.SendStopReplica):
                 queue.put(Q.STOP_REPLICA, Q.stop_replica_body(c, self.controller_id),
                           (Q.STOP_REPLICA, c.delete, c.partitions))

@@ -751,12 +751,18 @@ class _Session(_AiozkSession):
         if self.closing or self.closed or self.state != _States.CONNECTED:
             return
         conn = self.conn
-        silence = time.monotonic() - conn.last_rx
-        if silence > self.timeout * 2 / 3:
-            log.warning("no answer from %s:%s for %.1fs: reconnecting", conn.host, conn.port, silence)
-            self._lose(conn)
-            return
-        if silence > self.timeout / 3 * 0.9:
+        limit = self.timeout * 2 / 3
+        if time.monotonic() - conn.last_rx > limit:
+            # Our own loop may have been starved (a busy process, a loaded machine) with the
+            # answers sitting in the socket: ping, let the read loop run, then judge.
+            conn.send(_proto.PingRequest()).add_done_callback(_consume)
+            await asyncio.sleep(min(1.0, self.timeout / 6))
+            silence = time.monotonic() - conn.last_rx
+            if conn is self.conn and not conn.closing and silence > limit:
+                log.warning("no answer from %s:%s for %.1fs: reconnecting", conn.host, conn.port, silence)
+                self._lose(conn)
+                return
+        elif time.monotonic() - conn.last_rx > self.timeout / 3 * 0.9:
             conn.send(_proto.PingRequest()).add_done_callback(_consume)
         self.set_heartbeat()
 
@@ -1156,6 +1162,48 @@ class ZkSession:
         except _ServerError as error:
             raise _error(error.code, path) from None
 
+    async def _write(self, op: Op):
+        """Send one create/set/delete. If the connection drops with it in flight, wait for the
+        reconnect, read the target back and decide: it landed (return as if answered), it did
+        not (send it again), or someone else's write is in the way (BadVersion / NodeExists).
+        Only a sequential create stays undecidable: ConnectionLost."""
+        opcode = _OPCODES[type(op)]
+        request = _Request(opcode, _op_body(opcode, op, self._abs(op.path), self._acl_bytes), True, op.path)
+        session = self._session
+        generation = session.generation
+        while True:
+            try:
+                return await session.send(request, generation, retry_in_flight=False)
+            except _ServerError as error:
+                raise _error(error.code, op.path) from None
+            except ConnectionLost:
+                if isinstance(op, Create) and op.sequential:
+                    raise
+                log.info("answer to a write on %s lost with the connection: reading it back", op.path)
+            try:
+                data, stat = await self._read(_GET_DATA, op.path, bound=True)
+            except NoNode:
+                data = stat = None
+            if isinstance(op, SetData):
+                if stat is None:
+                    raise NoNode(op.path)
+                if data == (op.data or b"") and (op.version == -1 or stat.version == op.version + 1):
+                    return stat  # it landed
+                if op.version not in (-1, stat.version):
+                    raise BadVersion(op.path)
+            elif isinstance(op, Create):
+                if stat is not None:
+                    mine = not op.ephemeral or stat.ephemeral_owner == session.session_id
+                    if mine and data == (op.data or b"") and stat.version == 0:
+                        return self._abs(op.path), stat  # it landed
+                    raise NodeExists(op.path)
+            elif isinstance(op, Delete):
+                if stat is None:
+                    return None  # gone: ours or someone else's delete, the same end state
+                if op.version not in (-1, stat.version):
+                    raise BadVersion(op.path)
+            # it did not land: send it again
+
     async def _read(self, opcode: int, path: str, watch: bool = False, bound: bool = False):
         body = _ustr(self._abs(path)) + (b"\x01" if watch else b"\x00")
         return await self._call(_Request(opcode, body, False, path), path, write=False, bound=bound)
@@ -1178,10 +1226,7 @@ class ZkSession:
         """Create a znode; returns its path (with the sequence number for sequential ones)."""
         if make_parents and _parent(path) != "/" and await self.exists(_parent(path)) is None:
             await self.ensure_path(_parent(path))
-        full = self._abs(path)
-        op = Create(path, data, ephemeral, sequential)
-        request = _Request(_CREATE2, _op_body(_CREATE2, op, full, self._acl_bytes), True, path)
-        created, _ = await self._call(request, path, write=True)
+        created, _ = await self._write(Create(path, data, ephemeral, sequential))
         return self._rel(created)
 
     async def ensure_path(self, path: str) -> None:
@@ -1198,12 +1243,10 @@ class ZkSession:
                 pass
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
-        body = _op_body(_SET_DATA, SetData(path, data, version), self._abs(path), b"")
-        return await self._call(_Request(_SET_DATA, body, True, path), path, write=True)
+        return await self._write(SetData(path, data, version))
 
     async def delete(self, path: str, version: int = -1) -> None:
-        body = _op_body(_DELETE, Delete(path, version), self._abs(path), b"")
-        await self._call(_Request(_DELETE, body, True, path), path, write=True)
+        await self._write(Delete(path, version))
 
     async def delete_recursive(self, path: str) -> None:
         """Delete `path` and everything under it; a missing path is not an error."""

@@ -39,6 +39,9 @@ class ZkWriter:
         self._tasks: set[asyncio.Task] = set()
         self._ordered_task: asyncio.Task | None = None
 
+    def in_flight(self) -> int:
+        return len(self._tasks) + self._ordered.qsize()
+
     def reset(self) -> None:
         """A new term as controller: writes are allowed again."""
         self.fenced = False

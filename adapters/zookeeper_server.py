@@ -181,7 +181,6 @@ class EmbeddedZooKeeper:
                 f"clientPort={self.port}",
                 f"clientPortAddress={self.host}",
                 "maxClientCnxns=0",
-                "maxCnxns=0",
                 f"minSessionTimeout={2 * self.tick_time_ms}",
                 f"maxSessionTimeout={self.max_session_timeout_ms}",
                 "admin.enableServer=false",
@@ -200,6 +199,9 @@ class EmbeddedZooKeeper:
                 "appender.file.layout.type = PatternLayout",
                 "appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n",
                 "rootLogger.level = warn",
+                "# 'maxCnxns is not configured' is printed at every start: not worth a warning",
+                "logger.cnxnfactory.name = org.apache.zookeeper.server.ServerCnxnFactory",
+                "logger.cnxnfactory.level = error",
                 "rootLogger.appenderRef.file.ref = file",
                 "",
             ])
@@ -327,15 +329,30 @@ class EmbeddedZooKeeper:
         return self.start(timeout)
 
     def pause(self) -> None:
-        """SIGSTOP the JVM: connections stay open but nothing is answered."""
+        """SIGSTOP the JVM: connections stay open but nothing is answered. Returns once the
+        kernel reports the process stopped (signal delivery is asynchronous)."""
         if self.is_running() and not self._paused:
             self._signal(signal.SIGSTOP)
             self._paused = True
+            self._wait_state(lambda state: state in "Tt")
 
     def resume(self) -> None:
         if self.is_running() and self._paused:
             self._signal(signal.SIGCONT)
             self._paused = False
+            self._wait_state(lambda state: state not in "Tt")
+
+    def _wait_state(self, wanted, timeout: float = 5.0) -> None:
+        stat_file = Path(f"/proc/{self._proc.pid}/stat")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                state = stat_file.read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return  # no procfs (not Linux): nothing to wait on
+            if wanted(state):
+                return
+            time.sleep(0.005)
 
     def _signal(self, sig: int) -> None:
         try:

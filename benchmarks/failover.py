@@ -16,9 +16,11 @@ per partition, one after another, as Kafka <= 1.0 did) and `zk-floor` (the bare 
 issuing the same epoch-checked writes as multi-ops, or for controller-failover the same
 pipelined reads, with no controller at all).
 
-All nodes run in this process so that one probe sees every phase; they talk to each other and
-to ZooKeeper over loopback exactly as separate processes do. Broker 1 is kept out of controller
-elections so that a broker failure never doubles as a controller failover.
+The nodes that can become controller run in this process, so that one probe sees every phase of
+the controller's work: broker 5 (the first controller) and broker 1 (the victim, which leads
+every partition; it competes only in controller-failover, where it is the one that takes over).
+Brokers 2-4 are real `kctl node` processes with `process.roles=broker`, so their handling of
+10,000-partition requests runs in parallel with the controller, as on separate machines.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ PHASES = ("watch_delivery", "queue", "step", "journal", "zk_writes", "broker_rou
 BROKERS = (1, 2, 3, 4, 5)
 VICTIM = 1
 PER_TOPIC = 100
+IN_PROCESS = (1, 5)
 NODE_SETTINGS = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false",
                  "replica.catch.up.delay.ms": "200", "replica.lag.time.max.ms": "30000", "journal.fsync": "batch"}
 
@@ -56,6 +59,7 @@ class Probe:
 
     def __init__(self):
         self.t0: float | None = None
+        self.on_change = None  # called after each report (end-of-run detection)
         self.events: list = []
         self.acks: list = []
         self.writes: list = []
@@ -67,10 +71,16 @@ class Probe:
     def on_event(self, event, timing) -> None:
         if self.t0 is not None:
             self.events.append((event, timing))
+            self._changed()
 
     def on_ack(self, broker, api, elapsed_ms, tag) -> None:
         if self.t0 is not None:
             self.acks.append((time.perf_counter(), broker, api, elapsed_ms))
+            self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            asyncio.get_running_loop().call_soon(self.on_change)
 
     def on_written(self, write_id, count, seconds) -> None:
         if self.t0 is not None:
@@ -94,7 +104,11 @@ class Probe:
 
 
 class BenchCluster:
-    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe):
+    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str):
+        from adapters.cluster import LocalCluster
+
+        self.scenario = scenario
+        self.processes = LocalCluster(connect, base / "processes", settings=NODE_SETTINGS)
         self.connect = connect
         self.base = base
         self.partitions = partitions
@@ -103,16 +117,20 @@ class BenchCluster:
         self.nodes: dict[int, ClusterNode] = {}
         self.topics = [f"bench-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
 
-    def _config(self, broker_id: int) -> NodeConfig:
-        return NodeConfig(broker_id=broker_id, zookeeper=self.connect, journal_dir=str(self.base / f"node-{broker_id}"),
-                          settings=NODE_SETTINGS, sequential_writes=self.mode == "sequential",
-                          controller_eligible=broker_id != VICTIM)
+    def _settings(self, broker_id: int) -> dict:
+        eligible = broker_id == 5 or (broker_id == VICTIM and self.scenario == "controller-failover")
+        return {**NODE_SETTINGS, "process.roles": "broker,controller" if eligible else "broker"}
 
-    async def start_node(self, broker_id: int) -> ClusterNode:
-        node = ClusterNode(self._config(broker_id), instruments=self.probe)
-        await node.start()
-        self.nodes[broker_id] = node
-        return node
+    async def start_node(self, broker_id: int):
+        if broker_id in IN_PROCESS:
+            config = NodeConfig(broker_id=broker_id, zookeeper=self.connect, journal_dir=str(self.base / f"node-{broker_id}"),
+                                settings=self._settings(broker_id), sequential_writes=self.mode == "sequential")
+            node = ClusterNode(config, instruments=self.probe)
+            await node.start()
+            self.nodes[broker_id] = node
+            return node
+        self.processes.start_node(broker_id, settings=self._settings(broker_id))
+        return None
 
     def controller(self) -> ClusterNode | None:
         found = [n for n in self.nodes.values() if n.active and n.loop.state.active]
@@ -157,20 +175,32 @@ class BenchCluster:
     async def restore(self, admin: ZkSession) -> None:
         """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
         full ISRs, nothing in flight."""
-        victim = self.nodes.get(VICTIM)
-        if victim is None or victim._stopping:
-            await self.start_node(VICTIM)
-        for b in BROKERS:
+        for b in IN_PROCESS:
             node = self.nodes.get(b)
             if node is None or node._stopping:
                 await self.start_node(b)
         await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
                     60, "all brokers back")
         await until(self._isrs_full, 300, "ISRs complete")
-        tps = [tp for tp, info in self.controller().loop.state.partitions.items() if info.leader_isr.leader != VICTIM]
-        if tps:
-            await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_replica_election(tps))
-        await until(self._settled, 300, "preferred leaders back")
+        ctrl = self.controller()
+        if ctrl.broker_id != 5:
+            # hand the controller back to broker 5, once nothing is in flight (closing a
+            # controller mid-write is the chaos soak's job, not the benchmark's)
+            await ctrl.close()
+            await until(lambda: self.controller() is not None and self.controller().broker_id == 5, 60, "broker 5")
+            await self.start_node(ctrl.broker_id)
+        for attempt in range(10):
+            await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+                        60, "all brokers back")
+            await until(self._isrs_full, 300, "ISRs complete")
+            tps = [tp for tp, info in self.controller().loop.state.partitions.items() if info.leader_isr.leader != VICTIM]
+            if tps and await admin.exists(zkpaths.PREFERRED_REPLICA_ELECTION) is None:
+                await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_replica_election(tps))
+            try:
+                await until(self._settled, 30, "preferred leaders back")
+                break
+            except TimeoutError:
+                continue
         await asyncio.sleep(0.5)
         gc.collect()
 
@@ -180,6 +210,7 @@ class BenchCluster:
                                         for info in ctrl.loop.state.partitions.values())
 
     async def close(self) -> None:
+        self.processes.stop_all()
         for node in self.nodes.values():
             if not node._stopping:
                 await node.close()
@@ -187,7 +218,7 @@ class BenchCluster:
                 await node.zk.close()
 
 
-async def until(predicate, timeout: float, what: str, interval: float = 0.002) -> None:
+async def until(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -232,7 +263,7 @@ async def run_controller_failover(cluster: BenchCluster) -> dict:
     await force_expire(cluster.connect, session_id, password)
     await until(lambda: cluster.controller() is not None and cluster.controller() is not old, 60, "a new controller")
     new = cluster.controller()
-    others = [b for b, n in cluster.nodes.items() if n is not old]
+    others = [b for b in BROKERS if cluster.nodes.get(b) is not old]
     end = await _until_acked(cluster, C.SendUpdateMetadata, "UpdateMetadata", others,
                              lambda ctrl: ctrl is new and len(ctrl.loop.state.partitions) == cluster.partitions)
     await old.zk.close()
@@ -245,21 +276,31 @@ def _moved_off(ctrl: ClusterNode, broker: int) -> bool:
 
 
 async def _until_acked(cluster: BenchCluster, cls, api: str, brokers, condition) -> float:
-    """Poll until the controller's condition holds and every request of `cls` it queued since t0
-    was acknowledged by each of `brokers`; returns the moment of the last acknowledgement."""
-    probe = cluster.probe
+    """Wait until the controller's condition holds and every request of `cls` it queued since
+    t0 was acknowledged by each of `brokers`; returns the moment of the last acknowledgement.
 
-    def done() -> bool:
+    Checked when something happens (an acknowledgement or a processed event), never by busy
+    polling: the harness must not take CPU from the system it measures."""
+    probe = cluster.probe
+    finished = asyncio.get_running_loop().create_future()
+
+    def check() -> None:
+        if finished.done():
+            return
         ctrl = cluster.controller()
-        if ctrl is None or not condition(ctrl) or not ctrl.loop.queue.empty():
-            return False
+        if ctrl is None or not ctrl.loop.queue.empty():
+            return
         expected = probe.expected(cls)
         acked = probe.acked(api)
-        return all(expected.get(b, 0) > 0 and len(acked.get(b, ())) >= expected[b] for b in brokers)
+        if all(expected.get(b, 0) > 0 and len(acked.get(b, ())) >= expected[b] for b in brokers) and condition(ctrl):
+            finished.set_result(max(max(ts) for b, ts in acked.items() if b in brokers))
 
-    await until(done, 600, f"{api} acknowledged")
-    acked = probe.acked(api)
-    return max(max(ts) for b, ts in acked.items() if b in brokers)
+    probe.on_change = check
+    check()
+    try:
+        return await asyncio.wait_for(finished, 600)
+    finally:
+        probe.on_change = None
 
 
 def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
@@ -380,7 +421,10 @@ async def run(args, console) -> dict:
     finally:
         if server is not None:
             server.stop()
-        shutil.rmtree(base, ignore_errors=True)
+        if args.keep:
+            console.print(f"kept the cluster's files (journals, node logs) in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
     results["ratios"] = ratios(results)
     return results
 
@@ -388,7 +432,7 @@ async def run(args, console) -> dict:
 async def run_mode(connect, base, scenario, mode, args, progress) -> list[dict]:
     chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}"
     probe = Probe()
-    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe)
+    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe, scenario)
     admin = await ZkSession.connect(chroot_connect)
     samples = []
     try:
@@ -489,6 +533,7 @@ def add_command(sub, usage_error) -> None:
     f.add_argument("--zookeeper", default=None, help="an external ZooKeeper (default: start an embedded one)")
     f.add_argument("--scenarios", default=",".join(SCENARIOS))
     f.add_argument("--modes", default=",".join(MODES))
+    f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
 
     def cmd(args) -> int:
         if args.partitions <= 0 or args.runs <= 0:

@@ -69,7 +69,6 @@ import enum
 import gc as _gc
 import hashlib
 import json
-import operator
 import sys
 import types
 import typing
@@ -276,7 +275,6 @@ class _Compiler:
             "_MISSING": _MISSING,
             "_intern": sys.intern,
             "_canon": _canon_key,
-            "_first": operator.itemgetter(0),
             "_Map": immutables.Map,
             "_tnew": tuple.__new__,
             "_id": id,
@@ -545,7 +543,7 @@ class _Compiler:
         if key.exact == frozenset({str}):
             src_e = (
                 f"def {fn_e}(m):\n"
-                f"    return {{k: {value.enc('v')} for k, v in _sorted(m.items(), key=_first)}}\n"
+                f"    return {{k: {value.enc('m[k]')} for k in _sorted(m)}}\n"
             )
             src_d = (
                 f"def {fn_d}(x):\n"
@@ -568,7 +566,7 @@ class _Compiler:
                 raise TypeError(f"codec: map keys of type {key.label} cannot be sorted")
             src_e = (
                 f"def {fn_e}(m):\n"
-                f"    return [[{key.enc('k')}, {value.enc('v')}] for k, v in _sorted(m.items(), key=_first)]\n"
+                f"    return [[{key.enc('k')}, {value.enc('m[k]')}] for k in _sorted(m)]\n"
             )
             src_d = (
                 f"def {fn_d}(x):\n"

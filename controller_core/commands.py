@@ -85,13 +85,16 @@ class SendLeaderAndIsr:
 @frozen
 class SendUpdateMetadata:
     """Queue an UpdateMetadata request for one broker (the same `partitions` tuple object is
-    shared by every broker of a decision, so the sender can encode it once)."""
+    shared by every broker of a decision, so the sender can encode it once). `shutting_down`
+    names the live brokers in controlled shutdown: leaders stop counting their replicas as
+    fetching (Kafka's followers simply stop fetching; our simulated brokers need telling)."""
 
     broker_id: int
     broker_epoch: int
     controller_epoch: int
     partitions: tuple[PartitionView, ...]
     live_brokers: tuple[BrokerInfo, ...]
+    shutting_down: tuple[int, ...] = ()
 
 
 @frozen

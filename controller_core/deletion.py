@@ -47,8 +47,10 @@ def mark_ineligible(d: Draft, topics: Iterable[str]) -> None:
 
 
 def resume_for_topics(d: Draft, topics: Iterable[str]) -> None:
-    """Kafka's resumeDeletionForTopics: clear ineligibility and retry."""
-    resumed = frozenset(topics) & d.topics_to_delete
+    """Kafka's resumeDeletionForTopics: clear ineligibility and retry, except for topics with a
+    partition still being reassigned (their deletion waits for the reassignment to finish)."""
+    reassigning = {tp.topic for tp in d.reassigning}
+    resumed = (frozenset(topics) & d.topics_to_delete) - reassigning
     if resumed:
         d.topics_ineligible_for_deletion = d.topics_ineligible_for_deletion - resumed
         resume(d)
@@ -122,6 +124,13 @@ def _complete(d: Draft, topic: str) -> None:
     R.move(d, done, RS.NON_EXISTENT)
     for tp in tps:
         d.drop(tp)
+    stale = sorted(tp for tp in d.reassigning if tp.topic == topic)
+    if stale:
+        d.reassigning = d.reassigning - frozenset(stale)
+        d.command(C.UnwatchPartitionStates(partitions=tuple(stale)))
+    if any(tp.topic == topic for tp, _ in d.reassignment_plan):
+        d.reassignment_plan = tuple(e for e in d.reassignment_plan if e[0].topic != topic)
+        d.plan_dirty = True
     d.topics = d.topics.delete(topic) if topic in d.topics else d.topics
     if topic in d.topic_configs:
         d.topic_configs = d.topic_configs.delete(topic)

@@ -50,6 +50,9 @@ class Outbox:
     - `stop_replica`: (broker, delete, (tp, ...)).
     - `intents`: (tp, (intent, ...)) to re-decide a partition whose write conflicted; an
       intent is ("init",), ("elect", strategy), ("shrink", replica) or ("bump",).
+    - `broker_epochs`: the registration epoch of each broker when the decision was made; a
+      request to a broker that has since restarted (or left) is dropped, because it was meant
+      for the previous incarnation (Kafka drops a broker's queue when it leaves).
     """
 
     leader_and_isr: tuple[tuple[int, tuple[TopicPartition, ...], frozenset[TopicPartition]], ...] = ()
@@ -60,6 +63,7 @@ class Outbox:
     election_replies: tuple[tuple[int, tuple[tuple[TopicPartition, str | None], ...]], ...] = ()
     intents: PMap = EMPTY  # PMap[TopicPartition, tuple[tuple[str | int, ...], ...]]
     cause: str = ""
+    broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
 class Draft:
@@ -338,6 +342,7 @@ class Draft:
             election_replies=tuple(self.election_replies),
             intents=pmap(self.intents),
             cause=self.cause,
+            broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())),
         )
 
     def _log_command(self) -> C.LogStateChanges | None:
@@ -353,11 +358,13 @@ class Draft:
 # -- releasing an outbox ------------------------------------------------------------------------
 
 
-def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionInfo, is_new: bool = False) -> PartitionView:
+def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionInfo, for_metadata: bool = False) -> PartitionView:
+    """The partition as sent to brokers. In UpdateMetadata (only there, as in Kafka) a topic
+    queued for deletion shows leader -2 (LeaderDuringDelete) so brokers stop serving it."""
     li = info.leader_isr
     a = info.assignment
-    leader = LEADER_DURING_DELETE if tp.topic in state.topics_to_delete else li.leader
-    return PartitionView(tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas, a.adding, a.removing, is_new)
+    leader = LEADER_DURING_DELETE if for_metadata and tp.topic in state.topics_to_delete else li.leader
+    return PartitionView(tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas, a.adding, a.removing)
 
 
 def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset()) -> list:
@@ -365,13 +372,21 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     the znode versions just written). Requests to brokers that are gone are dropped, and
     partitions in `skip` (their write conflicted and is being re-decided) are left out."""
     commands: list = []
-    brokers = state.brokers
     parts = state.partitions
+    brokers = state.brokers
+    if outbox.broker_epochs:
+        decided = dict(outbox.broker_epochs)
+        brokers = {b: info for b, info in brokers.items() if decided.get(b) == info.epoch}
     epoch = state.epoch
-    live_brokers = tuple(brokers[b] for b in sorted(brokers.keys()))
+    live_brokers = tuple(state.brokers[b] for b in sorted(state.brokers.keys()))
+    shutting_down = tuple(sorted(state.shutting_down))
     views: dict[TopicPartition, PartitionView] = {}
+    deleting = state.topics_to_delete
 
-    def view(tp: TopicPartition) -> PartitionView | None:
+    def view(tp: TopicPartition, for_metadata: bool = False) -> PartitionView | None:
+        if for_metadata and tp.topic in deleting:
+            info = parts.get(tp)
+            return None if info is None or info.leader_isr is None else partition_view(state, tp, info, True)
         v = views.get(tp)
         if v is None:
             info = parts.get(tp)
@@ -406,7 +421,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
         for tp in tps:
             if tp in skip:
                 continue
-            v = view(tp)
+            v = view(tp, for_metadata=True)
             if v is not None:
                 um.append(v)
         um_tuple = tuple(um)
@@ -415,7 +430,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
             if broker is not None:
                 commands.append(C.SendUpdateMetadata(
                     broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                    partitions=um_tuple, live_brokers=live_brokers))
+                    partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
 
     for b, delete, tps in outbox.stop_replica:
         broker = brokers.get(b)

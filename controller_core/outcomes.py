@@ -11,7 +11,7 @@ from . import partitions as P
 from . import replicas as R
 from .draft import Draft, emit_outbox
 from .events import PartitionStatesWritten
-from .machines import PartitionState
+from .machines import PartitionState, ReplicaState
 from .state import ControllerState, PartitionInfo
 
 
@@ -70,6 +70,11 @@ def _reapply(d: Draft, tp, intent) -> None:
             d.move_partition(tp, PartitionState.OFFLINE)
     elif kind == "shrink":
         replica = intent[1]
+        if replica in d.live and info.replica_state(replica) is ReplicaState.ONLINE:
+            # the replica came back while the write was in flight (and its leader may already
+            # have re-added it): the reason to remove it is gone, so the stale intent is dropped
+            d.record(ReplicaState.OFFLINE, ReplicaState.ONLINE, tp, replica, detail="ISR shrink dropped: replica is back")
+            return
         R.shrink_isr(d, tp, replica)
         if not d.queued_for_deletion(tp.topic):
             d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)

@@ -126,9 +126,13 @@ def on_partition_reassignment(d: Draft, tp: TopicPartition, ra: ReplicaAssignmen
 def maybe_complete(d: Draft, tp: TopicPartition) -> None:
     """A reassigning partition's ISR changed: finish the reassignment once targets caught up."""
     if tp in d.reassigning:
-        ra = d.info(tp).assignment
-        if is_complete(d, tp, ra):
-            on_partition_reassignment(d, tp, ra)
+        info = d.info(tp)
+        if info is None:  # the partition is gone (its topic was deleted)
+            d.reassigning = d.reassigning - {tp}
+            d.command(C.UnwatchPartitionStates(partitions=(tp,)))
+            return
+        if is_complete(d, tp, info.assignment):
+            on_partition_reassignment(d, tp, info.assignment)
 
 
 def _set_assignment(d: Draft, tp: TopicPartition, ra: ReplicaAssignment) -> None:

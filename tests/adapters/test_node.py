@@ -161,3 +161,33 @@ async def _missing(admin, path):
 
 async def _children_empty(admin, path):
     return not await admin.get_children(path)
+
+
+async def test_a_returning_broker_rejoins_the_isr(cluster, admin, zk_connect, tmp_path):
+    ctrl = await wait_for(lambda: active(cluster), what="a controller")
+    follower = next(n for n in cluster if n is not ctrl)
+    await create_topic(admin, "t", [[ctrl.broker_id, follower.broker_id], [follower.broker_id, ctrl.broker_id]])
+    await wait_for(lambda: _isr_sizes(admin, "t", 2), what="full ISRs")
+    await follower.close()
+    await wait_for(lambda: _isr_sizes(admin, "t", 1), what="ISRs without the closed broker")
+    (back,) = await start_nodes(zk_connect, tmp_path, ids=(follower.broker_id,))
+    cluster.append(back)
+    await wait_for(lambda: _isr_sizes(admin, "t", 2), timeout=20, what="the returning broker back in every ISR")
+
+
+async def _isr_sizes(admin, topic, size):
+    states = await partition_states(admin, topic)
+    return len(states) == 2 and all(len(li.isr) == size for li in states.values())
+
+
+async def test_a_returning_former_controller_rejoins_the_isr(cluster, admin, zk_connect, tmp_path):
+    ctrl = await wait_for(lambda: active(cluster), what="a controller")
+    other = next(n for n in cluster if n is not ctrl)
+    await create_topic(admin, "t", [[other.broker_id, ctrl.broker_id], [other.broker_id, ctrl.broker_id]])
+    await wait_for(lambda: _isr_sizes(admin, "t", 2), what="full ISRs")
+    await ctrl.close()
+    await wait_for(lambda: active([n for n in cluster if n is not ctrl]), what="a new controller")
+    await wait_for(lambda: _isr_sizes(admin, "t", 1), what="ISRs without the old controller")
+    (back,) = await start_nodes(zk_connect, tmp_path, ids=(ctrl.broker_id,))
+    cluster.append(back)
+    await wait_for(lambda: _isr_sizes(admin, "t", 2), timeout=20, what="the returning broker back in every ISR")

@@ -195,15 +195,16 @@ def test_joins_and_drops_due_together_make_one_proposal(rm, clock):
     assert (p.leader_isr.isr, p.added, p.removed) == ((1, 3), (3,), (2,))
 
 
-def test_replica_stopped_by_the_controller_does_not_rejoin_while_its_broker_lives(rm, clock):
-    # controlled shutdown of broker 3: the controller takes it out of the ISR, it is still live
+def test_replica_in_controlled_shutdown_does_not_rejoin_while_its_broker_lives(rm, clock):
+    # controlled shutdown of broker 3: the controller takes it out of the ISR, and the broker's
+    # UpdateMetadata names it as shutting down, so the leader no longer counts it as fetching
     rm.update_live_brokers(frozenset({1, 2, 3}))
     rm.become_leader(view(epoch=0, isr=(1, 2, 3)))
+    rm.update_live_brokers(frozenset({1, 2}))  # (live - shutting down), as adapters/broker.py passes it
     rm.become_leader(view(epoch=1, isr=(1, 2), zk_version=1))
     clock.advance(10 * LAG)
     assert rm.isr_proposals() == [] and rm.next_isr_deadline() is None
-    # it exits (leaves the live set), restarts and comes back: then it catches up again
-    rm.update_live_brokers(frozenset({1, 2}))
+    # it exits, restarts and comes back: then it catches up again
     rm.update_live_brokers(frozenset({1, 2, 3}))
     clock.advance(CATCH_UP)
     [p] = rm.isr_proposals()
@@ -214,6 +215,7 @@ def test_new_leader_does_not_re_add_the_shut_down_old_leader(rm, clock):
     # broker 1 was a follower; broker 2 (the old leader) shuts down, the controller elects 1
     rm.update_live_brokers(frozenset({1, 2, 3}))
     rm.become_follower(view(leader=2, epoch=0, isr=(2, 1, 3)))
+    rm.update_live_brokers(frozenset({1, 3}))  # broker 2 is shutting down
     rm.become_leader(view(leader=1, epoch=1, isr=(1, 3), zk_version=1))
     clock.advance(10 * LAG)
     assert rm.isr_proposals() == []
@@ -321,3 +323,13 @@ def test_role_counts(rm):
     rm.become_follower(view(tp=TopicPartition("u", 0), leader=2))
     rm.stop_replica(TopicPartition("u", 0), delete=False)
     assert rm.role_counts() == {ROLE_LEADER: 1, ROLE_FOLLOWER: 1, ROLE_STOPPED: 1}
+
+
+def test_isr_removal_decided_while_a_broker_was_dead_does_not_stop_it_after_it_returned(rm, clock):
+    # the removal of 3 was decided while it was dead, and reaches the leader after it came back
+    rm.update_live_brokers(frozenset({1, 2, 3}))
+    rm.become_leader(view(epoch=0, isr=(1, 2, 3)))
+    rm.become_leader(view(epoch=1, isr=(1, 2), zk_version=1))
+    clock.advance(CATCH_UP)
+    [p] = rm.isr_proposals()
+    assert p.added == (3,)

@@ -439,3 +439,26 @@ def test_isr_change_notification_updates_cache_and_tells_every_broker():
     # a stale read changes nothing
     stale = LeaderIsr(1, li.leader_epoch, (1,), li.controller_epoch, li.zk_version)
     assert step(state, E.PartitionStatesObserved(at=AT, states=((tp("t", 0), stale),))) == (state, ())
+
+
+def test_a_stale_isr_shrink_is_dropped_when_the_replica_came_back_during_the_write():
+    given = elected(topics={"t": [[2, 1, 3]]})[0]
+    state, commands = step(given, brokers_changed(2, 3))  # 1 dies: shrink it out of t-0's ISR
+    write = of_type(commands, C.WritePartitionStates)[0]
+    state, _ = run(state, brokers_changed(1, 2, 3, epochs={1: 555}))  # 1 is back before the write lands
+    # the leader re-added 1 first, so our write conflicts
+    fresh = LeaderIsr(2, 0, (2, 1, 3), 1, 1)
+    state, commands = step(state, E.PartitionStatesWritten(at=AT, write_id=write.write_id,
+                                                           conflicts=((tp("t", 0), fresh),)))
+    assert not of_type(commands, C.WritePartitionStates)  # no second removal of a live replica
+    assert leader_isr(state, "t", 0).isr == (2, 1, 3)
+
+
+def test_requests_decided_for_a_broker_that_restarted_meanwhile_are_dropped():
+    given = elected(topics={"t": [[2, 1, 3]]})[0]
+    state, commands = step(given, brokers_changed(2, 3))  # 1 dies; its StopReplica waits for the write
+    write = of_type(commands, C.WritePartitionStates)[0]
+    state, _ = step(state, brokers_changed(1, 2, 3, epochs={1: 555}))  # 1 restarts meanwhile
+    state, released = step(state, E.PartitionStatesWritten(
+        at=AT, write_id=write.write_id, versions=((tp("t", 0), leader_isr(state, "t", 0).zk_version),)))
+    assert not [c for c in released if getattr(c, "broker_id", None) == 1 and isinstance(c, C.SendStopReplica)]
