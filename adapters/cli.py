@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admin_commands(sub, UsageError)
 
+    p = sub.add_parser("demo", help="the tour: a live cluster through failures, a reassignment and a failover")
+    p.add_argument("--keep", action="store_true", help="keep the journals, logs and replay report")
+    p.set_defaults(func=lambda args: __import__("adapters.demo", fromlist=["run_demo"]).run_demo(args.keep))
+
     from benchmarks.failover import add_command as add_bench
 
     add_bench(sub, UsageError)

@@ -33,7 +33,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     parts = pmap().mutate()
     for topic, assignment in snap.topics:
         assignment = dict(assignment)
-        reason = validate_assignment(assignment)
+        reason = validate_assignment(assignment, same_factor=False)  # reassignments may differ
         if reason is not None:
             rejected.append(f"topic {topic}: {reason}; ignoring it")
             continue

@@ -18,8 +18,12 @@ from .values import ReplicaAssignment, TopicPartition
 
 
 def validate_assignment(partitions: dict[int, ReplicaAssignment], first_new: int = 0,
-                        replication_factor: int | None = None) -> str | None:
-    """Why a topic's assignment (or the partitions from `first_new` on) is unacceptable."""
+                        replication_factor: int | None = None, same_factor: bool = True) -> str | None:
+    """Why a topic's assignment (or the partitions from `first_new` on) is unacceptable.
+
+    `same_factor` checks one replication factor across the checked partitions: right for a
+    creation or an expansion, wrong for an existing topic, whose partitions a reassignment may
+    have given different factors."""
     ids = sorted(partitions)
     if not ids:
         return "no partitions"
@@ -37,7 +41,7 @@ def validate_assignment(partitions: dict[int, ReplicaAssignment], first_new: int
         factors.add(len(replicas))
     if replication_factor is not None:
         factors.add(replication_factor)
-    if len(factors) > 1:
+    if same_factor and len(factors) > 1:
         return f"inconsistent replication factors {sorted(factors)}"
     return None
 

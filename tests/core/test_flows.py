@@ -462,3 +462,9 @@ def test_requests_decided_for_a_broker_that_restarted_meanwhile_are_dropped():
     state, released = step(state, E.PartitionStatesWritten(
         at=AT, write_id=write.write_id, versions=((tp("t", 0), leader_isr(state, "t", 0).zk_version),)))
     assert not [c for c in released if getattr(c, "broker_id", None) == 1 and isinstance(c, C.SendStopReplica)]
+
+
+def test_failover_accepts_a_topic_whose_partitions_were_reassigned_to_different_factors():
+    state, _ = elected(topics={"events": [[1, 2], [2, 3], [3, 1, 2]]})
+    assert state.topics["events"].partition_count == 3
+    assert leader_isr(state, "events", 2).leader == 3

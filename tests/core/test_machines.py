@@ -56,3 +56,12 @@ def test_diagram_is_generated_from_the_table():
     assert text.startswith("stateDiagram-v2")
     assert text.count("-->") == len(PARTITION_LEGAL)
     assert "    OfflinePartition --> NonExistentPartition" in text.splitlines()
+
+
+def test_readme_diagrams_are_the_generated_ones():
+    from pathlib import Path
+
+    from controller_core.diagrams import readme_block
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert readme_block() in readme, "README.md's state diagrams are stale: paste `python -m controller_core.diagrams`"
