@@ -1,0 +1,29 @@
+"""The failover benchmark at smoke size, so the harness cannot rot: every scenario and mode,
+real ZooKeeper, real broker processes, result.json in the contract's shape and a chart."""
+import json
+
+from adapters.cli import main
+
+
+def test_bench_failover_smoke(tmp_path, zk_server, capsys):
+    out = tmp_path / "bench"
+    code = main(["bench", "failover", "--partitions", "100", "--runs", "1", "--out", str(out),
+                 "--zookeeper", zk_server.connect_string])
+    assert code == 0
+    result = json.loads((out / "result.json").read_text())
+    assert set(result["scenarios"]) == {"broker-failure", "controlled-shutdown", "controller-failover"}
+    for scenario, modes in result["scenarios"].items():
+        assert set(modes) == {"batched", "sequential", "zk-floor"}, scenario
+        for mode, s in modes.items():
+            assert s["partitions"] == 100 and s["runs"] == 1
+            assert 0 < s["min_ms"] <= s["median_ms"] <= s["max_ms"]
+            assert set(s["phases_ms"]) >= {"watch_delivery", "queue", "step", "journal", "zk_writes", "broker_round_trip"}
+    assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
+    assert (out / "failover.png").stat().st_size > 1000
+
+
+def test_bench_failover_rejects_bad_flags(capsys):
+    assert main(["bench", "failover", "--partitions", "0"]) == 2
+    assert main(["bench", "failover", "--modes", "warp"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: unknown mode 'warp'")
