@@ -414,7 +414,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
 
     if outbox.um_brokers:
         if outbox.um_partitions is ALL:
-            tps: Iterable[TopicPartition] = parts.keys()
+            tps: Iterable[TopicPartition] = sorted(parts.keys())  # not hash order: replayable
         else:
             tps = outbox.um_partitions
         um = []

@@ -70,7 +70,9 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     d.immediate.extend(emit_outbox(d.snapshot_state(), Outbox(um_brokers=live, um_partitions=ALL)))
     # 2. replica state machine: live replicas stay Online and are told their state ...
     offline_replicas = []
-    for tp, info in d.partitions.items():
+    # sorted: command order must not depend on the map's hash order (the replay re-executes
+    # this with another interpreter, whose string hashes differ)
+    for tp, info in sorted(d.partitions.items()):
         replicas = info.assignment.replicas
         if info.leader_isr is not None:
             d.send_leader_and_isr([r for r in replicas if r in live], tp)
