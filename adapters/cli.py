@@ -182,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the journals, logs and replay report")
     p.set_defaults(func=lambda args: __import__("adapters.demo", fromlist=["run_demo"]).run_demo(args.keep))
 
+    from .cli_replay import add_replay_command
+
+    add_replay_command(sub)
+
     from benchmarks.failover import add_command as add_bench
 
     add_bench(sub, UsageError)

@@ -1,0 +1,99 @@
+"""Throughput of the Spark replay: events re-executed per second, per core and in total.
+
+    python -m benchmarks.replay_throughput [--journal DIR | --events 1000000 --partitions 10000]
+        [--master local[2]] [--out DIR] [--seed 7]
+
+Without --journal, a journal is generated first (replay/generate.py; its time is reported
+apart). The job then runs once on a fresh SparkSession, and the table shows:
+
+- re-execution per core: events / (time the executors spent in step() + digest), the issue's
+  "events per second per core" (start-up, I/O and history extraction excluded);
+- fold per core: events / (time the fold tasks took end to end: parsing, step, digest, rows);
+- fold stage in total: events / wall time of the fold stage (all cores);
+- the whole job's wall time, and Spark's start-up before it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.replay_throughput", description=__doc__.split("\n\n")[0])
+    p.add_argument("--journal", default=None, help="an existing journal directory (else one is generated)")
+    p.add_argument("--events", type=int, default=1_000_000)
+    p.add_argument("--partitions", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--driver-memory", default="6g")
+    p.add_argument("--out", default=None, help="where the job writes (default: a temporary directory)")
+    p.add_argument("--json", default=None, help="also write the numbers here")
+    args = p.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="replay-bench-"))
+    generate_s = None
+    journal = Path(args.journal) if args.journal else work / "journals"
+    if args.journal is None:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "replay.generate", "--out", str(journal), "--events", str(args.events),
+                        "--partitions", str(args.partitions), "--seed", str(args.seed), "--segment-bytes",
+                        str(8 << 20)], check=True, stdout=subprocess.DEVNULL)
+        generate_s = time.perf_counter() - t
+    out = args.out or str(work / "out")
+
+    t0 = time.perf_counter()
+    from replay import job
+
+    spark = job.session(args.master, conf={"spark.driver.memory": args.driver_memory})
+    spark.sparkContext.setLogLevel("ERROR")
+    startup_s = time.perf_counter() - t0
+    cores = spark.sparkContext.defaultParallelism
+    try:
+        code = job.run(spark, str(journal), out, quiet=True)
+    finally:
+        spark.stop()
+    total_s = time.perf_counter() - t0
+    summary = json.loads((Path(out if "://" not in out else "kctl-replay-report") / "summary.json").read_text())
+    stats = summary["stats"]
+    events = stats["events"]
+    fold_stage = stats["stage_seconds"]["fold"]
+    rows = [
+        ("journal", f"{journal} ({_size(journal)}, {stats['segments']} segments, {stats['journals']} journals)"),
+        ("events re-executed", f"{events:,}"),
+        ("cores (Spark default parallelism)", str(cores)),
+        ("re-execution per core (step + digest)", f"{events / stats['step_seconds']:,.0f} events/s"),
+        ("fold per core (parse, step, digest, rows)", f"{events / stats['fold_seconds']:,.0f} events/s"),
+        ("fold stage, all cores", f"{events / fold_stage:,.0f} events/s ({fold_stage:,.1f} s)"),
+        ("read, check and plan", f"{stats['stage_seconds']['read, check and plan']:,.1f} s"),
+        ("audit, tables and report", f"{stats['stage_seconds']['audit, tables and report']:,.1f} s"),
+        ("Spark start-up", f"{startup_s:,.1f} s"),
+        ("whole job after start-up", f"{stats['wall_seconds']:,.1f} s"),
+        ("wall time including start-up", f"{total_s:,.1f} s"),
+        ("audit verdict", "pass" if code == 0 else f"exit {code}"),
+    ]
+    if generate_s is not None:
+        rows.insert(0, ("journal generation (not part of the job)", f"{generate_s:,.1f} s"))
+    width = max(len(k) for k, _ in rows)
+    print(f"replay throughput on {args.master}")
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"master": args.master, "cores": cores, "startup_s": startup_s,
+                                               "total_s": total_s, "generate_s": generate_s, "code": code,
+                                               "stats": stats}, indent=2))
+    return 0
+
+
+def _size(path: Path) -> str:
+    total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return f"{total / 1e6:,.0f} MB on disk"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

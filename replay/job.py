@@ -1,0 +1,476 @@
+"""The replay and audit as a PySpark job.
+
+    spark-submit --py-files dist/kctl-replay.zip replay/job.py --journal DIR --out DIR
+    kctl replay --journal DIR --out DIR        # the same job, locally
+    run(spark, journal, out) -> exit code      # from Python, on an existing SparkSession
+
+Exit status: 0 when the audit passes, 1 when it finds a violation, 2 on usage errors.
+
+Stages (what runs where):
+
+1. Read every `segment-<seq>.jsonl[.gz]` under `--journal` with Spark's text reader (whole
+   files, so that each line keeps its number), split into lines, and check each line's checksum
+   with the SQL expression of `replay/journal_reader.py`, on the executors. Bad lines become
+   findings with file and line; nothing is parsed permissively into nulls and dropped.
+2. Summarise each segment (one row per file) and, on the driver, check gaps and overlaps between
+   segments and plan the fold units (`replay.plan`).
+3. Route every record to its unit and fold the units on the executors, one unit per task, through
+   `controller_core.step()` (`replay.tasks.fold_units`).
+4. On the driver, stitch the small cross-unit results (`replay.history.assemble`); on the
+   executors, audit each partition's timeline (`replay.tasks.audit_partitions`).
+5. Write the Parquet tables and the report under `--out`; print the summary.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    # `spark-submit replay/job.py` from a checkout: make the project importable on the driver
+    # (the executors get the zip that `package.ship` builds from it)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.storagelevel import StorageLevel  # noqa: E402
+
+from replay import history, package, report  # noqa: E402
+from replay.plan import INF, SegmentSummary, check_segments, plan_units  # noqa: E402
+
+TABLES = {
+    "partition_timeline": "every partition state ZooKeeper accepted or the controllers observed: time, controller and "
+                          "epoch, leader, leader epoch, ISR, assignment, znode version, and the event that caused it",
+    "broker_intervals": "up/down intervals of every broker",
+    "controller_terms": "controller epochs: who held them, from when to when, and how each ended",
+    "reassignments": "partition reassignments: start, end, duration, outcome",
+    "elections": "leader elections by kind (clean, unclean, preferred, controlled_shutdown, reassign, initial) and "
+                 "the outcome of their write",
+    "events": "one row per re-executed event: type, commands, digest check, replay time, `at` delta",
+    "findings": "every finding: rule, severity, journal, file, line, seq, detail",
+    "partition_offline": "offline time per partition",
+    "broker_failures": "broker failures and the time until every partition they led had a live leader again",
+}
+
+SCHEMAS = {
+    "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
+                "leader_epoch INT, isr ARRAY<INT>, controller_epoch INT, zk_version INT, replicas ARRAY<INT>, "
+                "adding ARRAY<INT>, removing ARRAY<INT>, kind STRING, change STRING, cause_type STRING, "
+                "cause_seq BIGINT, seq BIGINT",
+    "election": "time BIGINT, decided_at BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, "
+                "`partition` INT, kind STRING, strategy STRING, leader_before INT, leader INT, leader_epoch INT, "
+                "isr ARRAY<INT>, unclean BOOLEAN, unclean_allowed BOOLEAN, admin_requested BOOLEAN, outcome STRING, "
+                "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT",
+    "event": "journal STRING, controller_id INT, seq BIGINT, time BIGINT, type STRING, controller_epoch INT, "
+             "commands INT, digest_ok BOOLEAN, replay_us DOUBLE, at_delta_ms BIGINT, queue_ms DOUBLE, file STRING, "
+             "line INT",
+    "finding": "rule STRING, severity STRING, journal STRING, file STRING, line INT, seq BIGINT, time BIGINT, "
+               "topic STRING, `partition` INT, detail STRING",
+    "offline": "topic STRING, `partition` INT, offline_ms BIGINT, offline_intervals INT",
+    "broker_intervals": "broker INT, state STRING, start BIGINT, `end` BIGINT, duration_ms BIGINT, epoch INT, "
+                        "journal STRING, seq BIGINT, reason STRING, broker_epoch BIGINT",
+    "controller_terms": "journal STRING, controller_id INT, epoch INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, "
+                        "reason STRING, start_seq BIGINT, end_seq BIGINT",
+    "reassignments": "topic STRING, `partition` INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, outcome STRING, "
+                     "origin ARRAY<INT>, target ARRAY<INT>, start_epoch INT, end_epoch INT, terms INT, journal STRING, "
+                     "seq BIGINT",
+    "broker_failures": "failure INT, broker INT, time BIGINT, journal STRING, seq BIGINT, partitions INT, "
+                       "unrecovered INT, recovery_ms BIGINT, median_partition_ms BIGINT",
+}
+
+CRC_OK = ("substring(text, 1, 8) = '{\"crc\":\"' AND substring(text, 17, 2) = '\",' AND "
+          "lower(lpad(hex(crc32(concat('{', substring(text, 19)))), 8, '0')) = substring(text, 9, 8)")
+HEADER_FIELDS = "seq BIGINT, controller_id BIGINT, controller_epoch BIGINT, at BIGINT, type STRING, v BIGINT"
+SEGMENT_RE = r"^segment-(\d{20})\.jsonl(\.gz)?$"
+
+
+class UsageError(Exception):
+    """Bad input (exit 2)."""
+
+
+def _norm(uri: str) -> str:
+    """A file URI as a plain path (`file:/a/b`, `file:///a/b` -> `/a/b`); other URIs unchanged."""
+    if uri.startswith("file:"):
+        rest = uri[5:]
+        while rest.startswith("//"):
+            rest = rest[1:]
+        return rest
+    return uri
+
+
+def _list_segments(spark: SparkSession, journal: str) -> tuple[str, list[str]]:
+    """The qualified root and every segment file under it (plain wins over .gz), via Hadoop's
+    file system API: the driver lists, nobody reads yet."""
+    import re
+
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    path = jvm.org.apache.hadoop.fs.Path(journal)
+    fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        raise UsageError(f"--journal {journal} does not exist")
+    if not fs.getFileStatus(path).isDirectory():
+        raise UsageError(f"--journal {journal} is not a directory")
+    root = _norm(fs.makeQualified(path).toString()).rstrip("/")
+    files = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "segment-*") \
+        .text(journal).inputFiles()
+    pattern = re.compile(SEGMENT_RE)
+    chosen: dict[tuple[str, str], str] = {}
+    for f in sorted(_norm(x) for x in files):
+        directory, name = f.rsplit("/", 1)
+        m = pattern.match(name)
+        if m is None:
+            continue
+        key = (directory, m.group(1))
+        if key in chosen and name.endswith(".gz"):
+            continue  # the plain copy survived a crash mid-compression: it is authoritative
+        chosen[key] = f
+    if not chosen:
+        raise UsageError(f"--journal {journal}: no journal segments (segment-<seq>.jsonl[.gz]) found")
+    return root, sorted(chosen.values())
+
+
+def _whole_files(spark: SparkSession, uris: list[str]) -> DataFrame:
+    """One row per segment file (Spark's text reader, whole files; gzip is decompressed):
+    path, journal, name_seq, value."""
+    return (spark.read.text(uris, wholetext=True)
+            .select(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias("path"), "value")
+            .withColumn("journal", F.regexp_extract("path", "^(.*)/[^/]*$", 1))
+            .withColumn("name_seq", F.regexp_extract("path", r"segment-(\d{20})\.jsonl", 1).cast("bigint")))
+
+
+def _display(root: str, directory: str) -> str:
+    if directory == root:
+        return "."
+    if directory.startswith(root + "/"):
+        return directory[len(root) + 1:]
+    return directory
+
+
+def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet: bool = False,
+        report_dir: str | None = None) -> int:
+    """Run the replay and audit; write the tables under `out` and the report (report.html, the
+    charts, summary.json) under `out` too, or under `report_dir` (a local directory; needed when
+    `out` is not on the local file system); return the exit code."""
+    started = time.perf_counter()
+    sc = spark.sparkContext
+    try:
+        root, files = _list_segments(spark, journal)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if ship:
+        package.ship(sc)
+    if report_dir is None and "://" in out and not out.startswith("file:"):
+        report_dir = "kctl-replay-report"
+    out_dir = Path(report_dir) if report_dir is not None else Path(_norm(out))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    uri = lambda p: p if "://" in p else "file://" + p  # noqa: E731
+
+    # 1. lines and their checks (executors; the text is not kept) ------------------------------
+    files_df = _whole_files(spark, [uri(f) for f in files]).select(
+        "path", "journal", "name_seq", F.split("value", "\n", -1).alias("arr")).withColumn("n", F.size("arr"))
+    lines = (files_df.select("path", "journal", "name_seq", "n", F.posexplode("arr").alias("pos", "text"))
+             .withColumn("line", (F.col("pos") + 1).cast("int"))
+             .withColumn("is_last", F.col("pos") == F.col("n") - 1)
+             .filter(~(F.col("is_last") & (F.col("text") == "")))
+             .withColumn("torn", F.col("is_last"))
+             .withColumn("crc_ok", F.expr(CRC_OK))
+             # the header is parsed from the line's prefix up to "body" (the writer's key order);
+             # a line written in another order falls back to parsing the whole line
+             .withColumn("body_at", F.locate(',"body":', F.col("text")))
+             .withColumn("h0", F.when(F.col("crc_ok") & (F.col("body_at") > 0), F.from_json(
+                 F.concat(F.expr("substring(text, 1, body_at - 1)"), F.lit("}")), HEADER_FIELDS)))
+             .withColumn("h", F.when(F.col("crc_ok"), F.when(
+                 F.col("h0.seq").isNotNull() & F.col("h0.type").isNotNull() & F.col("h0.controller_id").isNotNull()
+                 & F.col("h0.controller_epoch").isNotNull() & F.col("h0.at").isNotNull() & F.col("h0.v").isNotNull(),
+                 F.col("h0")).otherwise(F.from_json("text", HEADER_FIELDS))))
+             .select("journal", "path", "name_seq", "line", "torn",
+                     (F.col("crc_ok") & F.col("h.seq").isNotNull() & F.col("h.type").isNotNull()
+                      & F.col("h.controller_id").isNotNull() & F.col("h.controller_epoch").isNotNull()
+                      & F.col("h.at").isNotNull() & F.col("h.v").isNotNull()).alias("ok"),
+                     "crc_ok", F.col("h.seq").alias("seq"), F.col("h.type").alias("type"),
+                     F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
+                            F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
+                            .getField("event_seq")).alias("event_seq"))
+             .persist(StorageLevel.MEMORY_AND_DISK))
+
+    # 2. per-segment summaries and the plan (driver, one row per file) -------------------------
+    summary_rows = lines.groupBy("journal", "path", "name_seq").agg(
+        F.max("line").alias("lines"),
+        F.max(F.col("torn").cast("int")).alias("torn"),
+        F.max(F.when((F.col("line") == 1) & F.col("ok"), F.col("type"))).alias("head_type"),
+        F.max(F.when((F.col("line") == 1) & F.col("ok"), F.col("seq"))).alias("head_seq"),
+        F.max(F.when((F.col("line") == 2) & F.col("ok"), F.col("type"))).alias("second_type"),
+        F.max(F.when((F.col("line") == 2) & F.col("ok"), F.col("event_seq"))).alias("second_event_seq"),
+        F.max(F.when(F.col("ok"), F.col("event_seq"))).alias("max_effects_event_seq"),
+    ).collect()
+    marks = {"read, check and plan": time.perf_counter()}
+    summaries = [SegmentSummary(r["journal"], r["path"], r["name_seq"], r["lines"], bool(r["torn"]), r["head_type"],
+                                r["head_seq"], r["second_type"], r["second_event_seq"], r["max_effects_event_seq"])
+                 for r in summary_rows]
+    display = {s.journal: _display(root, s.journal) for s in summaries}
+    last_segment = {}
+    for s in summaries:
+        last_segment[s.journal] = max(last_segment.get(s.journal, -1), s.name_seq)
+    driver_findings = check_segments(summaries, display.get)
+    units, plan_findings = plan_units(summaries, display.get)
+    driver_findings += plan_findings
+
+    # line findings (executors): bad lines, seq out of place
+    last_df = spark.createDataFrame([(j, n) for j, n in last_segment.items()], "journal STRING, last_name_seq BIGINT")
+    disp_df = spark.createDataFrame(list(display.items()), "journal STRING, shown STRING")
+    bad = (lines.filter(~F.col("torn") & (~F.col("ok") | (F.col("seq") != F.col("name_seq") + F.col("line") - 1)))
+           .join(F.broadcast(last_df), "journal").join(F.broadcast(disp_df), "journal")
+           .join(F.broadcast(spark.createDataFrame([(s.path, s.lines) for s in summaries], "path STRING, lines INT")),
+                 "path"))
+    line_findings = bad.select(
+        F.when(F.col("ok"), F.lit("seq-mismatch"))
+         .when((F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")), F.lit("torn-tail"))
+         .otherwise(F.lit("corrupt-record")).alias("rule"),
+        F.when(~F.col("ok") & (F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")),
+               F.lit("warning")).otherwise(F.lit("violation")).alias("severity"),
+        F.col("shown").alias("journal"), F.col("path").alias("file"), F.col("line"),
+        F.col("seq"), F.lit(None).cast("bigint").alias("time"), F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        F.when(F.col("ok"), F.format_string("seq %d on line %d, expected %d", F.col("seq"), F.col("line"),
+                                            F.col("name_seq") + F.col("line") - 1))
+         .when(~F.col("crc_ok"), F.lit("checksum mismatch or malformed line (not {\"crc\":\"<8 hex>\",...})"))
+         .otherwise(F.lit("checksum matches but the record lacks a required field or has a wrong type")).alias("detail"))
+
+    # 3. fold: one task per unit, reading the unit's head segment itself; the few records of a
+    #    unit that lie in other segments (the tail of a batch before a roll, or every record of a
+    #    segment without a snapshot head) are looked up first and broadcast -------------------------
+    unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path,
+                          "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index} for u in units}
+    units_df = spark.createDataFrame([(u.journal, u.unit, u.lo, min(u.hi, INF), u.head_path) for u in units],
+                                     "journal STRING, unit INT, lo BIGINT, hi BIGINT, head_path STRING")
+    heads_df = units_df.select(F.col("head_path").alias("path"), F.col("unit").alias("own_unit"))
+    away = (lines.filter(F.col("ok") & ~F.col("torn") & (F.col("type") != "snapshot"))
+            .withColumn("key", F.when(F.col("type") == "effects", F.col("event_seq")).otherwise(F.col("seq")))
+            .alias("r").join(F.broadcast(units_df).alias("u"),
+                             (F.col("r.journal") == F.col("u.journal")) & (F.col("r.key") > F.col("u.lo"))
+                             & (F.col("r.key") <= F.col("u.hi")))
+            .join(F.broadcast(heads_df), F.col("r.path") == heads_df.path, "left")
+            .filter(F.col("own_unit").isNull() | (F.col("own_unit") != F.col("u.unit")))
+            .select(F.col("r.path").alias("path"), F.col("r.line").alias("line"), F.col("u.unit").alias("unit"),
+                    F.col("r.seq").alias("seq"), F.col("r.type").alias("type"), F.col("r.event_seq").alias("event_seq"))
+            .collect())
+    boundary: dict[int, list] = {}
+    if away:
+        wanted = spark.createDataFrame([(r["path"], r["line"], r["unit"], r["seq"], r["type"], r["event_seq"])
+                                        for r in away],
+                                       "path STRING, line INT, unit INT, seq BIGINT, type STRING, event_seq BIGINT")
+        paths = sorted({r["path"] for r in away})
+        texts = (_whole_files(spark, [uri(p) for p in paths])
+                 .select("path", F.posexplode(F.split("value", "\n", -1)).alias("pos", "text"))
+                 .withColumn("line", (F.col("pos") + 1).cast("int"))
+                 .join(F.broadcast(wanted), ["path", "line"])
+                 .select("unit", "seq", "type", "path", "line", "text", "event_seq").collect())
+        for r in texts:
+            boundary.setdefault(r["unit"], []).append(tuple(r)[1:])
+    b_units, b_display, b_boundary = sc.broadcast(unit_meta), sc.broadcast(display), sc.broadcast(boundary)
+    unit_of_head = {u.head_path: u.unit for u in units}
+
+    def fold_task(rows):
+        from replay.tasks import fold_files
+
+        return fold_files(((r[0], r[1]) for r in rows), unit_of_head, b_units.value, b_display.value,
+                          b_boundary.value)
+
+    saved = spark.conf.get("spark.sql.files.openCostInBytes")
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
+    try:
+        head_files = _whole_files(spark, [uri(u.head_path) for u in units]).select("path", "value")
+        folded = spark.createDataFrame(head_files.rdd.mapPartitions(fold_task), "kind STRING, payload STRING") \
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        marks["read, check and plan"] = time.perf_counter() - started
+        fold_started = time.perf_counter()
+        small = {k: [] for k in ("unit", "term", "broker", "reassign", "decision", "outcome")}
+        for r in folded.filter(F.col("kind").isin(*small)).collect():
+            small[r[0]].append(json.loads(r[1]))
+        marks["fold"] = time.perf_counter() - fold_started
+    finally:
+        spark.conf.set("spark.sql.files.openCostInBytes", saved)
+    rest_started = time.perf_counter()
+
+    # 4. cross-unit history (driver) and per-partition audit (executors) -------------------------
+    cluster = history.assemble(small["unit"], small["term"], small["broker"], small["reassign"], small["decision"],
+                               small["outcome"])
+    driver_findings += cluster["findings"]
+
+    def of(kind: str, schema: str) -> DataFrame:
+        return folded.filter(F.col("kind") == kind).select(F.from_json("payload", schema).alias("x")).select("x.*")
+
+    def local_rows(rows: list[dict], schema: str) -> DataFrame:
+        return spark.createDataFrame([(json.dumps(r),) for r in rows], "payload STRING") \
+            .select(F.from_json("payload", schema).alias("x")).select("x.*")
+
+    timeline = of("timeline", SCHEMAS["timeline"]).unionByName(local_rows(cluster["timeline"], SCHEMAS["timeline"]))
+    elections = of("election", SCHEMAS["election"]).unionByName(local_rows(cluster["elections"], SCHEMAS["election"]))
+    events = of("event", SCHEMAS["event"])
+
+    t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
+    b_audit = sc.broadcast((cluster["broker_intervals"], cluster["failures"], end, t0, width))
+
+    def audit_task(rows):
+        from replay.tasks import audit_partitions
+
+        intervals, failures, end_time, t0_, width_ = b_audit.value
+        return audit_partitions(((r[0], r[1], r[2]) for r in rows), intervals, failures, end_time, t0_, width_)
+
+    payloads = timeline.select("topic", "partition", F.to_json(F.struct(*timeline.columns)).alias("payload"))
+    audited = spark.createDataFrame(
+        payloads.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
+        .sortWithinPartitions("topic", "partition").rdd.mapPartitions(audit_task),
+        "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK)
+
+    def election_task(rows):
+        from replay.tasks import check_elections
+
+        return ((p,) for p in check_elections(r[0] for r in rows))
+
+    election_findings = spark.createDataFrame(
+        elections.select(F.to_json(F.struct(*elections.columns))).rdd.mapPartitions(election_task), "payload STRING") \
+        .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+    findings = (line_findings.unionByName(of("finding", SCHEMAS["finding"]))
+                .unionByName(audited.filter(F.col("kind") == "finding")
+                             .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*"))
+                .unionByName(election_findings)
+                .unionByName(local_rows(driver_findings, SCHEMAS["finding"]))
+                .coalesce(max(1, sc.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK))
+    offline = audited.filter(F.col("kind") == "offline").select(F.from_json("payload", SCHEMAS["offline"]).alias("x")) \
+        .select("x.*")
+
+    # 5. tables, measurements, report ------------------------------------------------------------
+    from replay import audit
+
+    audited_small = {"recovery": [], "offline": [], "offline_deltas": [], "leader_deltas": []}
+    for kind, payload in audited.filter(F.col("kind") != "finding").collect():  # runs the audit tasks
+        audited_small[kind].append(json.loads(payload))
+    recoveries = [(r["failure"], r["ms"]) for r in audited_small["recovery"]]
+    failure_rows, recovery_summary = audit.recovery_stats(recoveries, cluster["failures"])
+    small_tables = {"broker_intervals": cluster["broker_intervals"], "controller_terms": cluster["terms"],
+                    "reassignments": cluster["reassignments"], "broker_failures": failure_rows}
+    writes = {"partition_timeline": timeline, "elections": elections, "events": events, "partition_offline": offline}
+    writes.update({name: local_rows(rows, SCHEMAS[name]).coalesce(1) for name, rows in small_tables.items()})
+
+    def write(name_df):
+        name_df[1].write.mode("overwrite").parquet(f"{out}/{name_df[0]}")
+
+    def finding_summary():
+        findings.write.mode("overwrite").parquet(f"{out}/findings")
+        counts_rows = findings.groupBy("severity", "rule").count().collect()
+        sample = [r.asDict() for r in findings.orderBy(
+            F.when(F.col("severity") == "violation", 0).when(F.col("severity") == "warning", 1).otherwise(2),
+            "journal", "seq").limit(report.SAMPLE).collect()]
+        return counts_rows, sample
+
+    # independent Spark jobs, submitted together: on a small cluster their latency dominates
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
+        pending_findings = pool.submit(finding_summary)
+        pending_series = pool.submit(_series, audited_small, events, t0, width, cluster["buckets"])
+        for done in [pool.submit(write, item) for item in writes.items()]:
+            done.result()
+        counts_rows, sample = pending_findings.result()
+        series = pending_series.result()
+    offline_ms = [r["offline_ms"] for r in audited_small["offline"]]
+    counts = sorted(((r[0], r[1], r[2]) for r in counts_rows),
+                    key=lambda x: (history.SEVERITIES.index(x[0]) if x[0] in history.SEVERITIES else 9, x[1]))
+    unit_summaries = small["unit"]
+    n_events = sum(u["events"] for u in unit_summaries)
+    step_seconds = sum(u["step_seconds"] for u in unit_summaries)
+    stats = {"events": n_events, "journals": len(display), "segments": len(summaries), "units": len(units),
+             "step_seconds": step_seconds, "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
+             "wall_seconds": time.perf_counter() - started, "stage_seconds": marks,
+             "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary}
+    passed = not any(s == "violation" and n for s, _, n in counts)
+    report.write_report(out_dir, stats=stats, counts=counts, sample=sample, series=series, terms=cluster["terms"],
+                        failures=failure_rows, passed=passed, tables=TABLES)
+    marks["audit, tables and report"] = time.perf_counter() - rest_started
+    stats["wall_seconds"] = time.perf_counter() - started
+    (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
+    if not quiet:
+        print(report.summary_text(stats, counts, passed))
+    for df in (lines, folded, audited, findings):
+        df.unpersist()
+    return 0 if passed else 1
+
+
+def _series(audited_small: dict, events: DataFrame, t0: int, width: int, buckets: list[int]) -> dict:
+    offline: dict[int, int] = {}
+    leaders: dict[int, dict[int, int]] = {}
+    for data in audited_small["offline_deltas"]:
+        for k, d in data:
+            offline[k] = offline.get(k, 0) + d
+    for data in audited_small["leader_deltas"]:
+        for k, b, d in data:
+            per = leaders.setdefault(b, {})
+            per[k] = per.get(k, 0) + d
+    n = len(buckets)
+    per_bucket = (events.select(F.greatest(F.lit(0), F.least(F.lit(n - 1),
+                                           F.ceil((F.col("time") - F.lit(t0)) / F.lit(width)) - 1)).alias("k"),
+                                "replay_us")
+                  .groupBy("k").agg(F.count("*").alias("n"),
+                                    F.percentile_approx("replay_us", 0.5).alias("p50"),
+                                    F.percentile_approx("replay_us", 0.99).alias("p99")).collect())
+    by_k = {r["k"]: r for r in per_bucket}
+    return {"buckets": buckets, "bucket_ms": width, "offline": history.cumulative(offline),
+            "leaders": {b: history.cumulative(v) for b, v in sorted(leaders.items())},
+            "events": [by_k[k]["n"] if k in by_k else 0 for k in range(n)],
+            "replay_us_p50": [by_k[k]["p50"] if k in by_k else None for k in range(n)],
+            "replay_us_p99": [by_k[k]["p99"] if k in by_k else None for k in range(n)]}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="replay/job.py", description="Replay and audit controller journals on Spark.")
+    p.add_argument("--journal", required=True, help="directory holding the journals (searched recursively)")
+    p.add_argument("--out", required=True, help="directory for the Parquet tables and the report")
+    p.add_argument("--report", default=None,
+                   help="local directory for report.html and summary.json (default: --out when it is local, "
+                        "else ./kctl-replay-report)")
+    p.add_argument("--hash-seed", default="0",
+                   help="PYTHONHASHSEED for the executors' Python workers (default 0; see README, Known core issues)")
+    return p
+
+
+def session(master: str | None = None, app: str = "kctl-replay", hash_seed: str = "0", conf: dict | None = None):
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = builder.master(master)
+    if not os.environ.get("PYSPARK_PYTHON") and (master or "local").startswith("local"):
+        # PySpark starts its workers with $PYSPARK_PYTHON, else `python3` from PATH (the
+        # spark.pyspark.python setting only reaches spark-submit): run them on this interpreter
+        # and its packages (immutables' C extension among them)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = builder.config("spark.executorEnv.PYTHONHASHSEED", hash_seed).config("spark.ui.showConsoleProgress", "false")
+    if (master or "local").startswith("local"):
+        # a local run stays on loopback: without this Spark binds to whatever the hostname
+        # resolves to, which on some machines is a non-loopback interface
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.ui.enabled", "false"))
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    spark = session(hash_seed=args.hash_seed)
+    try:
+        return run(spark, args.journal, args.out, report_dir=args.report)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""The report a person reads: `report.html` with the verdict, the findings, the controller
+terms, broker failures and four PNG charts (matplotlib, no display needed), and a text summary
+for the terminal. Works on small, already aggregated inputs (both `replay.job` and
+`replay.local` produce them)."""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from pathlib import Path
+
+from . import history
+
+SAMPLE = 200  # findings shown in the page (all of them are in the findings table)
+
+
+def _when(ms) -> str:
+    if ms is None:
+        return "-"
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _fmt_ms(v) -> str:
+    return "-" if v is None else f"{v:,.0f} ms"
+
+
+def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool) -> str:
+    lines = [f"replay: {stats.get('events', 0):,} events from {stats.get('journals', 0)} journal(s), "
+             f"{stats.get('segments', 0)} segment(s), {stats.get('units', 0)} fold unit(s)"]
+    if stats.get("step_seconds"):
+        lines.append(f"re-execution: {stats['step_seconds']:.2f} s of step()+digest, "
+                     f"{stats['events'] / stats['step_seconds']:,.0f} events/s per core")
+    if stats.get("wall_seconds") is not None:
+        lines.append(f"wall time: {stats['wall_seconds']:.1f} s")
+    off = stats.get("offline_ms_per_partition") or {}
+    rec = stats.get("recovery_ms_per_failure") or {}
+    lines.append(f"offline time per partition: median {_fmt_ms(off.get('median'))}, p99 {_fmt_ms(off.get('p99'))}, "
+                 f"max {_fmt_ms(off.get('max'))} ({off.get('count', 0)} partitions)")
+    lines.append(f"time to recover after a broker failure: median {_fmt_ms(rec.get('median'))}, "
+                 f"p99 {_fmt_ms(rec.get('p99'))}, max {_fmt_ms(rec.get('max'))} ({rec.get('count', 0)} failures)")
+    for severity, rule, n in counts:
+        lines.append(f"  {severity:9} {rule:28} {n:>8,}")
+    lines.append("verdict: PASS" if passed else "verdict: FAIL (violations found)")
+    return "\n".join(lines)
+
+
+def _charts(out: Path, series: dict) -> list[tuple[str, str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    buckets = series.get("buckets") or []
+    if not buckets:
+        return []
+    t0 = buckets[0] - series.get("bucket_ms", 1)
+    xs = [(b - t0) / 1000 for b in buckets]
+    charts = []
+
+    def save(name, title, draw, ylabel):
+        fig, ax = plt.subplots(figsize=(9, 3.2), dpi=100)
+        draw(ax)
+        ax.set_title(title)
+        ax.set_xlabel(f"seconds since {_when(t0)} UTC")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / name)
+        plt.close(fig)
+        charts.append((name, title))
+
+    save("offline_partitions.png", "Offline partitions (no leader, or leader's broker down)",
+         lambda ax: ax.step(xs, series.get("offline", [0] * len(xs)), where="post", color="#c0392b"), "partitions")
+
+    def leaders(ax):
+        for broker, values in sorted(series.get("leaders", {}).items(), key=lambda kv: int(kv[0])):
+            ax.step(xs, values, where="post", label=f"broker {broker}")
+        if series.get("leaders"):
+            ax.legend(fontsize=7, ncol=4, loc="upper left")
+    save("leaders_per_broker.png", "Partitions led per broker", leaders, "partitions")
+    width_s = series.get("bucket_ms", 1000) / 1000
+    save("event_rate.png", "Controller events per second (all journals)",
+         lambda ax: ax.plot(xs, [n / width_s for n in series.get("events", [])], color="#2c3e50"), "events/s")
+
+    def timing(ax):
+        p50 = series.get("replay_us_p50", [])
+        p99 = series.get("replay_us_p99", [])
+        ax.plot(xs, [v if v is not None else float("nan") for v in p50], label="p50")
+        ax.plot(xs, [v if v is not None else float("nan") for v in p99], label="p99")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    save("processing_time.png", "Processing time per event: step() + digest, re-executed (µs)", timing, "µs")
+    return charts
+
+
+def write_report(out: Path, *, stats: dict, counts: list[tuple[str, str, int]], sample: list[dict], series: dict,
+                 terms: list[dict], failures: list[dict], passed: bool, tables: dict[str, str] | None = None) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    charts = _charts(out, series)
+    e = html.escape
+    verdict = ("<p class='pass'>PASS: no rule was violated</p>" if passed else
+               "<p class='fail'>FAIL: the audit found violations</p>")
+    rows = "".join(f"<tr><td>{e(s)}</td><td>{e(r)}</td><td>{n:,}</td></tr>" for s, r, n in counts)
+    order = {s: k for k, s in enumerate(history.SEVERITIES)}
+    shown = sorted(sample, key=lambda f: (order.get(f["severity"], 9), f.get("journal") or "", f.get("seq") or 0))[:SAMPLE]
+    frows = "".join(
+        f"<tr class='{e(f['severity'])}'><td>{e(f['severity'])}</td><td>{e(f['rule'])}</td>"
+        f"<td>{e(str(f.get('journal') or ''))}</td><td>{e(str(f.get('file') or '').rsplit('/', 1)[-1])}"
+        f"{':' + str(f['line']) if f.get('line') else ''}</td><td>{f.get('seq') if f.get('seq') is not None else ''}</td>"
+        f"<td>{e(str(f.get('topic') or ''))}{'-' + str(f['partition']) if f.get('partition') is not None else ''}</td>"
+        f"<td>{e(f['detail'])}</td></tr>" for f in shown)
+    trows = "".join(
+        f"<tr><td>{t['epoch']}</td><td>{t['controller_id']}</td><td>{e(str(t['journal']))}</td><td>{_when(t['start'])}</td>"
+        f"<td>{_when(t['end'])}</td><td>{e(str(t.get('reason') or ''))}</td></tr>" for t in terms)
+    rrows = "".join(
+        f"<tr><td>{f['broker']}</td><td>{_when(f['time'])}</td><td>{f.get('partitions', 0)}</td>"
+        f"<td>{_fmt_ms(f.get('recovery_ms'))}</td><td>{f.get('unrecovered', 0)}</td></tr>" for f in failures)
+    off = stats.get("offline_ms_per_partition") or {}
+    rec = stats.get("recovery_ms_per_failure") or {}
+    imgs = "".join(f"<h3>{e(title)}</h3><img src='{name}' alt='{e(title)}'>" for name, title in charts)
+    table_list = "".join(f"<li><code>{e(name)}/</code>: {e(desc)}</li>" for name, desc in (tables or {}).items())
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>kctl replay audit</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 1200px; }}
+table {{ border-collapse: collapse; font-size: 13px; }} td, th {{ border: 1px solid #ccc; padding: 3px 6px; }}
+.pass {{ color: #1e8449; font-size: 1.6em; font-weight: bold; }} .fail {{ color: #c0392b; font-size: 1.6em; font-weight: bold; }}
+tr.violation td:first-child {{ color: #c0392b; font-weight: bold; }} tr.warning td:first-child {{ color: #b9770e; }}
+img {{ max-width: 100%; }}
+</style></head><body>
+<h1>Controller journal replay and audit</h1>
+{verdict}
+<p>{stats.get('events', 0):,} events re-executed from {stats.get('journals', 0)} journal(s) ({stats.get('segments', 0)}
+segments, {stats.get('units', 0)} fold units), {_when(series.get('buckets', [None])[0] and series['buckets'][0] - series.get('bucket_ms', 0))}
+to {_when((series.get('buckets') or [None])[-1])} UTC.</p>
+<h2>Measurements</h2>
+<table><tr><th></th><th>count</th><th>median</th><th>p99</th><th>max</th></tr>
+<tr><td>offline time per partition</td><td>{off.get('count', 0)}</td><td>{_fmt_ms(off.get('median'))}</td><td>{_fmt_ms(off.get('p99'))}</td><td>{_fmt_ms(off.get('max'))}</td></tr>
+<tr><td>time to recover after a broker failure</td><td>{rec.get('count', 0)}</td><td>{_fmt_ms(rec.get('median'))}</td><td>{_fmt_ms(rec.get('p99'))}</td><td>{_fmt_ms(rec.get('max'))}</td></tr>
+</table>
+<p>Queue times are not in the journal yet (the controller loop measures them but does not record them); the
+processing-time chart shows this replay's own step() + digest time per event, and the events table has the
+`at` delta between consecutive events of a journal.</p>
+<h2>Findings by rule</h2><table><tr><th>severity</th><th>rule</th><th>count</th></tr>{rows}</table>
+<h2>Findings (first {min(SAMPLE, len(shown))}; all are in <code>findings/</code>)</h2>
+<table><tr><th>severity</th><th>rule</th><th>journal</th><th>file:line</th><th>seq</th><th>partition</th><th>detail</th></tr>{frows}</table>
+<h2>Controller terms</h2>
+<table><tr><th>epoch</th><th>controller</th><th>journal</th><th>start (UTC)</th><th>end (UTC)</th><th>how it ended</th></tr>{trows}</table>
+<h2>Broker failures</h2>
+<table><tr><th>broker</th><th>down at (UTC)</th><th>partitions it led</th><th>time to recover</th><th>unrecovered</th></tr>{rrows}</table>
+<h2>Charts</h2>{imgs}
+<h2>Tables (Parquet)</h2><ul>{table_list}</ul>
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -1,0 +1,129 @@
+"""What the Spark executors run (imported there from the shipped zip; no pyspark import at the
+top, and the core is imported only after `package.ensure_deps()`).
+
+Every task returns `(table, payload)` pairs, the payload a JSON text that the driver's
+DataFrames parse with the table's schema (replay/job.py). Few, wide types through one
+Python-to-JVM path keep the job simple; the per-record work stays here, on the executors.
+"""
+from __future__ import annotations
+
+import json
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
+def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: dict):
+    """One task: whole segment files (path, text), each the head segment of a fold unit. The
+    unit's records are the file's records within the unit's range plus its `boundary` records
+    found in other segments: (seq, type, path, line, text, event_seq)."""
+    from . import package
+
+    package.ensure_deps()
+    from .fold import UnitFold
+    from .journal_reader import InvalidRecord, verify_line
+
+    for path, text in files:
+        unit_id = unit_of_head.get(path)
+        if unit_id is None:
+            continue
+        u = units[unit_id]
+        lo, hi = u["lo"], u["hi"]
+        raw_lines = text.split("\n")
+        if raw_lines and raw_lines[-1] == "":
+            raw_lines.pop()
+        else:
+            raw_lines = raw_lines[:-1]  # a torn last line: reported by the segment checks
+        head = None
+        records = []
+        for n, line in enumerate(raw_lines, 1):
+            try:
+                rec = verify_line(line)
+            except InvalidRecord:
+                continue  # reported with file and line by the SQL checks
+            kind = rec["type"]
+            if n == 1:
+                if kind == "snapshot":
+                    head = rec
+                continue
+            if kind == "snapshot":
+                continue
+            event_seq = rec["body"].get("event_seq") if kind == "effects" else None
+            key = event_seq if kind == "effects" else rec["seq"]
+            if type(key) is int and lo < key <= hi:
+                records.append((rec["seq"], kind, path, n, rec, event_seq))
+        for seq, kind, p, n, line_text, event_seq in boundary.get(unit_id, ()):
+            records.append((seq, kind, p, n, line_text, event_seq))
+        records.sort(key=lambda r: r[0])
+        name = display[u["journal"]]
+        if head is None:
+            yield "finding", _dumps({"rule": "undecodable-record", "severity": "violation", "journal": name,
+                                     "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
+                                     "topic": None, "partition": None,
+                                     "detail": "the head snapshot of this unit cannot be read"})
+            continue
+        fold = UnitFold(u, name).run(head, records)
+        for kind, rows in (("timeline", fold.timeline), ("election", fold.elections), ("event", fold.events),
+                           ("finding", fold.findings), ("term", fold.terms), ("broker", fold.brokers),
+                           ("reassign", fold.reassignments)):
+            for r in rows:
+                yield kind, _dumps(r)
+        decisions, outcomes = fold.leftovers()
+        for d in decisions:
+            yield "decision", _dumps(d)
+        for o in outcomes:
+            yield "outcome", _dumps(o)
+        yield "unit", _dumps(fold.summary)
+
+
+def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int):
+    """One task: timeline payloads sorted by (topic, partition). Emits findings, one offline row
+    per partition, (failure, recovery ms) pairs, and this task's offline and leader deltas summed
+    per chart bucket."""
+    from . import package
+
+    package.ensure_deps()
+    from . import audit, history
+
+    down = audit.DownIndex(intervals)
+    offline_deltas: dict[int, int] = {}
+    leader_deltas: dict[tuple, int] = {}
+    current, batch = None, []
+
+    def flush():
+        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time)
+        for f in findings:
+            yield "finding", _dumps(f)
+        yield "offline", _dumps({"topic": current[0], "partition": current[1],
+                                  "offline_ms": sum(b - a for a, b in offline), "offline_intervals": len(offline)})
+        for failure, ms in recoveries:
+            yield "recovery", _dumps({"failure": failure, "ms": ms})
+        for a, b in offline:
+            ka, kb = history.bucket_index(a, t0, width), history.bucket_index(b, t0, width)
+            offline_deltas[ka] = offline_deltas.get(ka, 0) + 1
+            offline_deltas[kb] = offline_deltas.get(kb, 0) - 1
+        for t, broker, d in deltas:
+            key = (history.bucket_index(t, t0, width), broker)
+            leader_deltas[key] = leader_deltas.get(key, 0) + d
+
+    for topic, partition, payload in rows:
+        key = (topic, partition)
+        if key != current:
+            if current is not None:
+                yield from flush()
+            current, batch = key, []
+        batch.append(json.loads(payload))
+    if current is not None:
+        yield from flush()
+    yield "offline_deltas", _dumps(sorted(offline_deltas.items()))
+    yield "leader_deltas", _dumps([[k, b, d] for (k, b), d in sorted(leader_deltas.items())])
+
+
+def check_elections(payloads):
+    from . import package
+
+    package.ensure_deps()
+    from .audit import check_elections as check
+
+    rows = [json.loads(p) for p in payloads]
+    for f in check(rows):
+        yield _dumps(f)

@@ -1,0 +1,163 @@
+"""The Spark job: on local[2] (the tables match the plain-Python replay; planted faults fail the
+audit with file and line), and on local-cluster[2,1,1024], whose executors are separate JVMs
+running a Python that sees neither the project nor its editable install: the code must arrive
+in the zip the job ships."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from replay.journal_reader import list_segments
+
+from .helpers import ROOT, copy_tree, flip_byte, generate_subprocess
+
+pytestmark = pytest.mark.spark
+
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # start-up dominates these small runs
+CONF = {"spark.driver.extraJavaOptions": FAST_JVM, "spark.executor.extraJavaOptions": FAST_JVM,
+        "spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spark") / "journals"
+    summary = generate_subprocess(root, events=2500, partitions=120, seed=5, segment_bytes=40_000)
+    assert summary["events"] >= 2500
+    return root
+
+
+def plain_replay(root: Path) -> dict:
+    """The plain-Python replay of a journal, with the hash seed Spark's workers use."""
+    code = textwrap.dedent(f"""
+        import json
+        from replay import local
+        r = local.replay({str(root)!r})
+        print(json.dumps({{"counts": {{k: len(v) for k, v in r.tables.items()}},
+                          "findings": sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]]
+                                             for f in r.findings)}}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def expected(journal):
+    return plain_replay(journal)
+
+
+@pytest.fixture(scope="module")
+def faulty(journal, tmp_path_factory):
+    """The journal with a flipped byte (node-1, third segment, line 3) and a deleted segment
+    (node-2's second): (root, flipped file, deleted segment, the segment after it)."""
+    root = copy_tree(journal, tmp_path_factory.mktemp("faulty") / "j")
+    flipped = list_segments(root / "node-1")[2].path
+    flip_byte(flipped, line=3)
+    segs = list_segments(root / "node-2")
+    segs[1].path.unlink()
+    return root, flipped, segs[1], segs[2]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from replay import job
+
+    session = job.session("local[2]", conf=CONF)
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def parquet_rows(spark, path):
+    return [r.asDict() for r in spark.read.parquet(str(path)).collect()]
+
+
+def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expected, tmp_path):
+    from replay import job
+
+    out = tmp_path / "out"
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    for name in job.TABLES:
+        assert (out / name).is_dir(), name
+    counts = {name: spark.read.parquet(str(out / name)).count() for name in job.TABLES}
+    for name in ("partition_timeline", "elections", "events", "controller_terms", "reassignments",
+                 "broker_intervals", "partition_offline", "broker_failures", "findings"):
+        assert counts[name] == expected["counts"][name], name
+    findings = sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]]
+                      for f in parquet_rows(spark, out / "findings"))
+    assert findings == expected["findings"]
+    assert all(f[0] == "info" for f in findings)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["passed"] and summary["stats"]["events"] == counts["events"]
+    assert "PASS" in (out / "report.html").read_text()
+    for png in ("offline_partitions.png", "leaders_per_broker.png", "event_rate.png", "processing_time.png"):
+        assert (out / png).stat().st_size > 5000
+
+
+def test_usage_errors_exit_2(spark, tmp_path):
+    from replay import job
+
+    assert job.run(spark, str(tmp_path / "missing"), str(tmp_path / "out"), quiet=True) == 2
+    (tmp_path / "empty").mkdir()
+    assert job.run(spark, str(tmp_path / "empty"), str(tmp_path / "out"), quiet=True) == 2
+
+
+def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
+    """local-cluster[2,1,1024]: a master, a worker and two executor JVMs. The executors' Python is
+    started with -S (no site-packages, so no editable install of this project) and sees only
+    attrs and immutables: controller_core and replay must come from the zip the job ships. The
+    journal has a flipped byte and a missing segment: exit 1, findings with file and line, and
+    the same tables and findings as the plain-Python replay of the same files."""
+    journal, flipped, gone, after = faulty
+    expected = plain_replay(journal)
+    site = Path(__import__("attrs").__file__).resolve().parents[1]
+    deps = tmp_path / "executor-site"
+    deps.mkdir()
+    for name in ("attr", "attrs", "immutables"):
+        (deps / name).symlink_to(site / name)
+    python = tmp_path / "executor-python"
+    python.write_text(f"#!/bin/sh\nPYTHONPATH=\"$PYTHONPATH:{deps}\" exec {sys.executable} -S \"$@\"\n")
+    python.chmod(0o755)
+    out = tmp_path / "out"
+    script = textwrap.dedent(f"""
+        import json, sys
+        from replay import job
+        spark = job.session("local-cluster[2,1,1024]", conf={CONF!r})
+        spark.sparkContext.setLogLevel("ERROR")
+        code = job.run(spark, {str(journal)!r}, {str(out)!r}, quiet=True)
+        where = spark.sparkContext.parallelize(range(4), 4).map(
+            lambda _: (__import__("os").getpid(), __import__("replay").__file__, __import__("sys").flags.no_site)).collect()
+        findings = [r.asDict() for r in spark.read.parquet({str(out / "findings")!r}).collect()]
+        counts = {{name: spark.read.parquet({str(out)!r} + "/" + name).count() for name in job.TABLES}}
+        print(json.dumps({{"code": code, "where": where, "counts": counts, "findings": findings}}))
+        spark.stop()
+    """)
+    env = {**os.environ, "SPARK_WORKER_DIR": str(tmp_path / "worker"), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": str(python)}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["code"] == 1
+    findings = result["findings"]
+    corrupt = [f for f in findings if f["rule"] == "corrupt-record"]
+    assert [(f["journal"], f["file"], f["line"], f["severity"]) for f in corrupt] == \
+        [("node-1", str(flipped), 3, "violation")]
+    gap = [f for f in findings if f["rule"] == "missing-records"]
+    assert [(f["journal"], f["file"], f["seq"]) for f in gap] == [("node-2", str(after.path), gone.first_seq)]
+    assert sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]] for f in findings) == \
+        expected["findings"]
+    for name in ("partition_timeline", "elections", "events", "controller_terms", "broker_intervals"):
+        assert result["counts"][name] == expected["counts"][name], name
+    assert "FAIL" in (out / "report.html").read_text()
+    pids = {pid for pid, _, _ in result["where"]}
+    assert os.getpid() not in pids
+    assert all(".zip" in path and no_site == 1 for _, path, no_site in result["where"]), result["where"]
