@@ -422,22 +422,15 @@ class ClusterNode:
     async def crash(self) -> None:
         """Stop everything at once, as a killed process would, but leave the ZooKeeper session
         to be expired from outside (benchmarks: `force_expire` marks t0)."""
-        self._stopping = True
-        self.active = False
-        self.watches.stop()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self.senders.stop_all()
-        self.timers.cancel_all()
-        self.writer.close()
-        await self.server.close()
-        if hasattr(self.broker, "close"):
-            self.broker.close()
-        if self.loop.journal is not None:
-            self.loop.journal.close()  # a dead process's file lock goes with it
+        await self._teardown(clean=False)
 
     async def close(self) -> None:
+        await self._teardown(clean=True)
+        await self.zk.close()
+
+    async def _teardown(self, clean: bool) -> None:
+        """Stop every component. `clean` also writes the pending journal effects; either way the
+        journal is closed (a dead process's file lock goes with it)."""
         self._stopping = True
         if self.active:
             self.active = False
@@ -454,6 +447,6 @@ class ClusterNode:
             if asyncio.iscoroutine(result):
                 await result
         if self.loop.journal is not None:
-            self.loop.flush_effects()
+            if clean:
+                self.loop.flush_effects()
             self.loop.journal.close()
-        await self.zk.close()

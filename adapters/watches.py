@@ -245,30 +245,24 @@ class ControllerWatches:
             self.put_event(E.TopicDeletionsRequested(at=self.clock(), topics=self.deletions))
 
     def _on_reassignment(self, value) -> None:
-        if value is None:
-            event = E.ReassignmentRequested(at=self.clock(), exists=False)
-        else:
-            try:
-                event = E.ReassignmentRequested(at=self.clock(), exists=True,
-                                                partitions=zkdata.decode_reassignment(value[0]))
-            except zkdata.ZnodeFormatError as exc:
-                event = E.ReassignmentRequested(at=self.clock(), exists=True, problem=str(exc))
-        self.reassignment = event
-        if self.live:
-            self.put_event(event)
+        self.reassignment = self._admin_request(value, E.ReassignmentRequested, zkdata.decode_reassignment)
 
     def _on_preferred(self, value) -> None:
+        self.preferred = self._admin_request(value, E.PreferredElectionRequested,
+                                             zkdata.decode_preferred_replica_election)
+
+    def _admin_request(self, value, event_type, decode):
+        """An admin znode's content as its event (absent, parsed, or with the parse problem)."""
         if value is None:
-            event = E.PreferredElectionRequested(at=self.clock(), exists=False)
+            event = event_type(at=self.clock(), exists=False)
         else:
             try:
-                event = E.PreferredElectionRequested(at=self.clock(), exists=True,
-                                                     partitions=zkdata.decode_preferred_replica_election(value[0]))
+                event = event_type(at=self.clock(), exists=True, partitions=decode(value[0]))
             except zkdata.ZnodeFormatError as exc:
-                event = E.PreferredElectionRequested(at=self.clock(), exists=True, problem=str(exc))
-        self.preferred = event
+                event = event_type(at=self.clock(), exists=True, problem=str(exc))
         if self.live:
             self.put_event(event)
+        return event
 
     def _on_isr(self, names, serial: Serial) -> None:
         self.isr_names = [n for n in (names or []) if n.startswith(zkpaths.ISR_CHANGE_PREFIX)]
