@@ -105,6 +105,14 @@ CHECK_PARTITIONS_WITH_WRITES_IN_FLIGHT = False  # bugs: test_a_conflict_does_not
 skip partitions that have a controller write whose outcome has not been delivered yet: the
 conflict bug resets their cache to stale content while later writes are still in flight. The
 checks still run on every other partition, and on these once their writes are all answered."""
+CHECK_ONLINE_PARTITION_HAS_LEADER_AND_ISR = False  # bug: test_a_missing_state_znode_*
+"""With False, an Online partition without any leader and ISR is not reported (its other checks are
+skipped): a conflict with a missing znode leaves it so, e.g. when the admin expands a topic whose
+deletion the core has completed but whose DeleteTopic has not landed yet."""
+CHECK_PARTITIONS_RECREATED_OVER_ORPHANED_STATES = False  # bug: test_an_init_conflict_does_not_adopt_*
+"""With False, the ISR-within-RS check skips partitions re-created over an orphaned state znode (the
+topic znode lost them to an unconditional WriteTopicAssignment computed before an expansion): the
+core adopts the orphan's leader and ISR whatever the new assignment."""
 CHECK_TRANSITIONS_OF_CONFLICT_RETRIES = False  # bug: test_a_conflict_retry_does_not_resurrect_*
 """With False, the transitions logged by a conflict retry ("retry of write N ...") are not checked
 against the tables (a retry re-elects partitions of topics being deleted)."""
@@ -170,6 +178,8 @@ class Zk:
         self.history: dict[TopicPartition, set] = defaultdict(set)
         # (leader, leader_epoch, isr, version) states written by partition leaders
         self.leader_states: dict[TopicPartition, set] = defaultdict(set)
+        # state znodes whose partition vanished from the topic znode's data (an overwrite)
+        self.orphaned: set[TopicPartition] = set()
         # replicas a partition leader added to the ISR, while they stay in it
         self.leader_added: dict[TopicPartition, set] = defaultdict(set)
 
@@ -305,6 +315,9 @@ class ControllerMachine(RuleBasedStateMachine):
             return self._apply_write(c)
         if isinstance(c, C.WriteTopicAssignment):
             if c.topic in zk.topics:
+                kept = {p for p, _ in c.partitions}
+                zk.orphaned |= {TopicPartition(c.topic, p) for p in zk.topics[c.topic]
+                                if p not in kept and TopicPartition(c.topic, p) in zk.states}
                 zk.topics[c.topic] = dict(c.partitions)
                 self.watches.append(("topic", c.topic))
             else:
@@ -316,6 +329,9 @@ class ControllerMachine(RuleBasedStateMachine):
             for t in [t for t in zk.states if t.topic == c.topic]:
                 del zk.states[t]
                 zk.history.pop(t, None)
+                zk.leader_states.pop(t, None)
+                zk.leader_added.pop(t, None)
+                zk.orphaned.discard(t)
                 self.sent_epochs.pop(t, None)
             self.watches.append(("topics",))
             self.watches.append(("deletions",))
@@ -356,9 +372,13 @@ class ControllerMachine(RuleBasedStateMachine):
                     outside = set()
                 if ISR_SUBSET_CHECK_ALLOWS_LAST_MEMBER and len(li.isr) == 1:
                     outside = set()
+                if not CHECK_PARTITIONS_RECREATED_OVER_ORPHANED_STATES and t in self.zk.orphaned:
+                    outside = set()
                 assert not CHECK_ISR_SUBSET_OF_ASSIGNMENT or not outside, (
                     f"{t}: ISR {li.isr} not a subset of the assignment {rs}")
             if info.state is PartitionState.ONLINE and CHECK_ONLINE_LEADER_ALIVE_AND_IN_ISR:
+                if li is None and not CHECK_ONLINE_PARTITION_HAS_LEADER_AND_ISR:
+                    continue
                 assert li is not None, f"{t}: Online without a leader and ISR"
                 exempt = ONLINE_LEADER_CHECK_SKIPS_TOPICS_QUEUED_FOR_DELETION and t.topic in s.topics_to_delete
                 if li.leader != NO_LEADER and not exempt:
@@ -429,7 +449,10 @@ class ControllerMachine(RuleBasedStateMachine):
                 for w in c.writes:
                     li = w.leader_isr
                     current = zk.states.get(w.tp)
-                    if current is not None:
+                    # only a write that would land now can replace the znode: one expecting another
+                    # version (a create of an existing znode, a stale version) conflicts, harmlessly.
+                    # Every write is checked again, strictly, when it lands (_apply_write).
+                    if current is not None and w.expected_version == current.zk_version:
                         assert li.leader_epoch > current.leader_epoch, (
                             f"write {w} does not raise the leader epoch of {current}")
                     assert li.isr, f"write {w} has an empty ISR"
@@ -458,6 +481,8 @@ class ControllerMachine(RuleBasedStateMachine):
                         assert new.leader in (NO_LEADER, current.leader) or new.leader in current.isr, (
                             f"landing {pw} elects a leader outside the ISR of {current}")
                 zk.set_state(pw.tp, attrs.evolve(pw.leader_isr, zk_version=new_version))
+                if not zk.partition_exists(pw.tp):
+                    zk.orphaned.add(pw.tp)  # the topic znode no longer lists it (see _land)
                 versions.append((pw.tp, new_version))
                 if pw.tp in self.watched:
                     self.watches.append(("isr", pw.tp, "reassignment"))
@@ -869,7 +894,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
 # The default run is derandomized (the same examples every time: CI cannot flake) and takes a few
 # seconds; the slow run explores fresh examples, longer ones, for as long as it is given.
-FAST = settings(max_examples=60, stateful_step_count=40, deadline=None, derandomize=True, database=None,
+FAST = settings(max_examples=100, stateful_step_count=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])
 SLOW = settings(FAST, max_examples=3000, stateful_step_count=100, derandomize=False)
@@ -1053,3 +1078,20 @@ def test_a_re_reassignment_that_completes_at_once_is_processed_once():
     assert not of_type(commands, C.WatchPartitionStates), commands
     assert len(of_type(commands, C.UnwatchPartitionStates)) == 1
     assert _write(commands).writes[0].leader_isr.leader_epoch == epoch + 1
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: an 'init' conflict adopts whatever state znode exists, even "
+                                       "one whose ISR lies outside the new assignment (outcomes._reapply)")
+def test_an_init_conflict_does_not_adopt_a_state_outside_the_assignment():
+    s, _ = elected(brokers=(1, 2, 4), topics={})
+    s, c1 = step(s, E.TopicsChanged(at=AT, topics=frozenset({"a"}),
+                                    assignments=(("a", ((0, ReplicaAssignment((4, 2))),)),)))
+    w1 = _write(c1)
+    assert w1.writes[0].expected_version == NO_ZK_VERSION
+    # a state znode left behind by an earlier a-0 (assigned 2,1) that the topic znode lost
+    orphan = LeaderIsr(2, 3, (2, 1), 1, 5)
+    s, commands = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, orphan),)))
+    li = leader_isr(s, "a", 0)
+    assert set(li.isr) <= {4, 2}, li
+    assert all(set(v.isr) <= {4, 2} for _, v in _views(commands)), "brokers are told an ISR outside RS"
+
