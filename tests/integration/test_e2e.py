@@ -623,7 +623,8 @@ async def test_topic_deletion_also_with_a_broker_down(make_cluster, admin, kctl)
     await until(lambda: registered(admin, [b for b in (1, 2, 3) if b != victim]), "the victim gone")
     rc, out, err = await kctl("topics", "--delete", "--topic", "y")
     assert rc == 0, err
-    await until(lambda: _no_metadata(cluster.in_process(), "y"), "y gone from the live brokers' metadata")
+    await until(lambda: _no_metadata(cluster.in_process(), "y"), "y gone from the live brokers' metadata",
+                timeout=60)
     await asyncio.sleep(1.5)
     assert not await missing(admin, zkpaths.topic("y"))
     assert not await missing(admin, zkpaths.delete_topic("y"))
