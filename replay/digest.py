@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import hashlib
 
+import attrs
+
 from controller_core import codec
+from controller_core import commands as C
 
 _canonical = codec.canonical_json
 _EMPTY = hashlib.blake2b(b"[]", digest_size=16).hexdigest()
@@ -32,11 +35,72 @@ def _key(k: str) -> str:
     return t
 
 
+_INTS = ("broker_id", "broker_epoch", "controller_epoch")
+
+
+def _direct(cls, brokers_field: str):
+    """How to write a broker request's text directly: its fields in canonical (sorted) order,
+    the int fields, and the tail; None if the class no longer looks like one."""
+    names = [f.name for f in attrs.fields(cls)]
+    if not set(_INTS) <= set(names) or "partitions" not in names or brokers_field not in names \
+            or cls.__name__ not in codec.VERSIONS or not all(n < "type" for n in names):
+        return None
+    tail = f'"type":"{cls.__name__}","v":{codec.VERSIONS[cls.__name__]}}}'
+    return cls, brokers_field, sorted(names), tail
+
+
+_DIRECT = {d[0]: d for d in (_direct(C.SendUpdateMetadata, "live_brokers"), _direct(C.SendLeaderAndIsr, "live_leaders"))
+           if d is not None}
+
+
 def digest(commands) -> str:
     """Equal to `codec.digest(commands)`."""
     if not commands:
         return _EMPTY
     commands = tuple(commands)
+    if _DIRECT and all(c.__class__ in _DIRECT for c in commands):
+        return _digest_requests(commands)
+    return _digest_generic(commands)
+
+
+def _digest_requests(commands) -> str:
+    """Only broker requests (most decisions: an UpdateMetadata per broker): each field's text is
+    made once per decision (per value for the broker list, across decisions), no dicts."""
+    texts: dict[tuple, str] = {}
+    out = []
+    with codec.gc_paused():
+        for c in commands:
+            _, brokers_field, names, tail = _DIRECT[c.__class__]
+            encoded = None
+            parts = []
+            for name in names:
+                value = getattr(c, name)
+                if name in _INTS and value.__class__ is int:
+                    text = str(value)
+                elif name == brokers_field:
+                    text = _BROKERS.get(value)
+                    if text is None:
+                        if encoded is None:
+                            encoded = codec.encode_command(c)
+                        if len(_BROKERS) >= _BROKERS_CAP:
+                            _BROKERS.clear()
+                        text = _BROKERS[value] = _canonical(encoded[name])
+                else:
+                    key = (name, id(value))
+                    text = texts.get(key)
+                    if text is None:
+                        if encoded is None:
+                            encoded = codec.encode_command(c)
+                        text = texts[key] = _canonical(encoded[name])
+                parts.append(_key(name) + text)
+            parts.append(tail)
+            out.append("{" + ",".join(parts))
+    h = hashlib.blake2b(digest_size=16)
+    h.update(("[" + ",".join(out) + "]").encode("ascii"))
+    return h.hexdigest()
+
+
+def _digest_generic(commands) -> str:
     with codec.gc_paused():
         encoded = codec.encode_commands(commands)
         seen: dict[int, int] = {}
