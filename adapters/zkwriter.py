@@ -70,14 +70,15 @@ class ZkWriter:
             self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
             return
         except ZkError as exc:
-            # connection trouble or session loss: the election adapter handles the session; the
-            # writes are reported as conflicts with unknown content so the core re-decides them
-            log.error("partition-state write %d failed: %s", command.write_id, exc)
+            # connection trouble: whether each write landed is unknown, so the znodes are read
+            # back and the outcome reports what ZooKeeper holds (the core waits for it)
+            log.error("partition-state write %d failed (%s); reading the states back", command.write_id, exc)
             if self.fenced:
                 return
-            self.put_event(E.PartitionStatesWritten(at=self.clock(), write_id=command.write_id,
-                                                    conflicts=tuple((w.tp, None) for w in command.writes)))
-            return
+            read = await self._read_back(command.write_id, writes)
+            if read is None:
+                return
+            versions, conflicts = read
         if self.on_written is not None:
             self.on_written(command.write_id, len(writes), time.perf_counter() - t0)
         conflict_values = []
@@ -96,6 +97,31 @@ class ZkWriter:
             at=self.clock(), write_id=command.write_id,
             versions=tuple((by_path[p], v) for p, v in versions.items()),
             conflicts=tuple(conflict_values)))
+
+    async def _read_back(self, write_id: int, writes: list) -> tuple[dict, dict] | None:
+        """(versions, conflicts) of `writes` as ZooKeeper holds them now: a znode holding this
+        write's data at the expected version + 1 landed, anything else is a conflict with its
+        current content. Retried (with backoff) until ZooKeeper answers; gives up only when this
+        controller is fenced or the writer closes. A session that expired meanwhile means a
+        resignation, after which the core ignores the outcome."""
+        delay = 0.1
+        while not self.fenced:
+            try:
+                current = await self.zk.get_many([path for path, _, _ in writes])
+            except ZkError as exc:
+                log.warning("reading back write %d failed (%s); retrying in %.1fs", write_id, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            versions, conflicts = {}, {}
+            for path, data, expected in writes:
+                now = current.get(path)
+                if now is not None and now[0] == data and now[1].version == expected + 1:
+                    versions[path] = now[1].version
+                else:
+                    conflicts[path] = None if now is None else (now[0], now[1].version)
+            return versions, conflicts
+        return None
 
     async def _write_one_by_one(self, writes, epoch_zk_version):
         """Kafka <= 1.0: one conditional write per partition, each awaited before the next."""

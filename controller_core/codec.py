@@ -204,9 +204,14 @@ STATE_TYPES: tuple[type, ...] = (ControllerState,)
 VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYPES + STATE_TYPES}
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
+VERSIONS["ControllerState"] = 2  # v2: `deferred` (events waiting for a write's outcome)
 
-UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {}
+UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
+    ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
+}
 """(type name, version) -> function turning a body of that version into one of version + 1."""
+
+_EVENT_SET = frozenset(EVENT_TYPES)
 
 _EVENTS_BY_NAME = {cls.__name__: cls for cls in EVENT_TYPES}
 _COMMANDS_BY_NAME = {cls.__name__: cls for cls in COMMAND_TYPES}
@@ -296,6 +301,8 @@ class _Compiler:
             "_NONE": _NONE,
             "TypeError": TypeError,
             "ValueError": ValueError,
+            "_enc_event": lambda e: encode_event(e),  # late-bound: defined further down
+            "_dec_event": lambda d: decode_event(d),
         }
         self.count = 0
         self.nodes: dict[Any, _Node] = {}
@@ -385,6 +392,9 @@ class _Compiler:
         return _Node(enc=lambda s: s, dec=dec, label=label, exact=classes, sortable=sortable, identity=True)
 
     def _union(self, args: tuple, where: str) -> _Node:
+        if args and all(a in _EVENT_SET for a in args):
+            # any event (the state's deferred events): tagged with its type, as in the journal
+            return _Node(enc=lambda s: f"_enc_event({s})", dec=lambda s: f"_dec_event({s})", label="an event")
         members = [self.node(a, where) for a in args]
         if all(m.exact is not None for m in members):
             return self._exact(frozenset().union(*(m.exact for m in members)))

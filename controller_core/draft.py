@@ -90,6 +90,7 @@ class Draft:
         self.topics_ineligible_for_deletion = state.topics_ineligible_for_deletion
         self.pending = state.pending
         self.next_write_id = state.next_write_id
+        self.deferred = state.deferred
         self._live = None
         # the request batch
         self.writes: dict[TopicPartition, C.PartitionWrite] = {}
@@ -107,6 +108,7 @@ class Draft:
         self.plan_dirty = False  # /admin/reassign_partitions to rewrite
         self.shutdown_replies: list[tuple[int, int]] = []
         self.election_replies: list = []
+        self.offlined: dict[TopicPartition, list[int]] = {}  # replicas this decision took offline
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -322,10 +324,25 @@ class Draft:
             topics_ineligible_for_deletion=self.topics_ineligible_for_deletion,
             pending=pending,
             next_write_id=next_write_id,
+            deferred=self.deferred,
         )
 
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
+
+    def _intents(self) -> dict[TopicPartition, tuple]:
+        """The write intents, plus the removal of every replica this decision took offline from
+        the ISR of a partition it writes: a conflict retry re-reads the znode (as Kafka's
+        removeReplicasFromIsr does) and must drop those replicas again even when the decision's
+        own write did not have to (e.g. a partition leader re-added one meanwhile)."""
+        intents = self.intents
+        for tp, replicas in self.offlined.items():
+            have = intents.get(tp)
+            if have is not None:
+                extra = tuple(("shrink", r) for r in dict.fromkeys(replicas) if ("shrink", r) not in have)
+                if extra:
+                    intents[tp] = have + extra
+        return intents
 
     def _outbox(self) -> Outbox | None:
         if self.um_everyone:
@@ -340,7 +357,7 @@ class Draft:
             stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),
-            intents=pmap(self.intents),
+            intents=pmap(self._intents()),
             cause=self.cause,
             broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())),
         )

@@ -3,7 +3,8 @@
 Landed writes release the broker requests parked with them. A write that hit a version conflict
 (a partition leader changed the ISR in between) is re-decided from the znode's current content
 by re-applying the intents that produced it, and goes out again; its requests move with it.
-A state written by a newer controller is left alone.
+A state written by a newer controller is left alone. Because no other decision runs while a
+write is in flight (see `step.py`), the state a retry starts from is exactly ZooKeeper's.
 """
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
             d.put(tp, PartitionInfo(info.assignment, info.leader_isr.with_version(version), info.state, info.replica_states))
     for tp, fresh in event.conflicts:
         info = d.info(tp)
-        if info is not None:
+        if info is None:
+            continue
+        if fresh is None:
+            _vanished(d, tp, info)
+        else:
             d.put(tp, PartitionInfo(info.assignment, fresh, info.state, info.replica_states))
     state1, commands1 = d.finish()
     skip = frozenset(tp for tp, _ in event.conflicts)
@@ -41,8 +46,7 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
         if info is None:
             continue
         if fresh is None:
-            retry.record(info.state, info.state, tp, ok=False, detail="the state znode is missing")
-            continue
+            continue  # see _vanished
         if fresh.controller_epoch > retry.epoch:
             retry.record(info.state, info.state, tp, ok=False,
                          detail=f"state written by a newer controller epoch ({fresh.controller_epoch})")
@@ -53,11 +57,37 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
     return state2, commands1 + tuple(released) + commands2
 
 
+def _vanished(d: Draft, tp, info: PartitionInfo) -> None:
+    """The state znode is gone (deleted behind the controller's back, or with its topic). There
+    is nothing to build on: like Kafka, whose write fails with NoNode, the change is not made,
+    and the partition is left Offline without a leader until the topic listing or a failover
+    says what it is. It is not re-created here: the topic itself may be gone, and creating the
+    state's parents would bring its path back."""
+    if info.state is PartitionState.ONLINE or info.state is PartitionState.NEW:
+        d.move_partition(tp, PartitionState.OFFLINE, info)
+        info = d.info(tp)
+    d.record(info.state, info.state, tp, ok=False, detail="the state znode is missing")
+    d.put(tp, PartitionInfo(info.assignment, None, info.state, info.replica_states))
+
+
+_NEEDS_LIVE_TOPIC = ("init", "elect", "bump")
+"""Intents that choose or confirm a leader: not re-applied to a topic queued for deletion."""
+
+
 def _reapply(d: Draft, tp, intent) -> None:
     kind = intent[0]
     info = d.info(tp)
     li = info.leader_isr
+    if kind in _NEEDS_LIVE_TOPIC and (d.queued_for_deletion(tp.topic) or info.state is PartitionState.NON_EXISTENT):
+        d.record(info.state, info.state, tp, ok=False, detail=f"{kind} not retried: the topic is being deleted")
+        return
     if kind == "init":
+        replicas = info.assignment.replicas
+        if (li.leader != -1 and li.leader not in replicas) or not set(li.isr) <= set(replicas):
+            # a state znode left behind by an earlier incarnation of the partition (its topic
+            # znode was rewritten without it): not this partition's state, so initialise over it
+            _reinitialize(d, tp, info)
+            return
         # someone created the state first: adopt it, and elect if its leader is gone
         live = d.live
         if li.leader not in live:
@@ -83,3 +113,20 @@ def _reapply(d: Draft, tp, intent) -> None:
         d.send_leader_and_isr(info.assignment.replicas, tp)
     else:
         raise ValueError(f"unknown write intent {intent!r}")
+
+
+def _reinitialize(d: Draft, tp, info: PartitionInfo) -> None:
+    """New -> Online over an orphaned state znode: the first live replica leads, the live
+    replicas form the ISR, and the leader epoch continues from the orphan's so that brokers
+    that still hold the old incarnation accept the change."""
+    orphan = info.leader_isr
+    live_replicas = tuple(r for r in info.assignment.replicas if r in d.live)
+    if not live_replicas:
+        d.move_partition(tp, PartitionState.OFFLINE, info)
+        d.record(PartitionState.OFFLINE, PartitionState.ONLINE, tp, ok=False,
+                 detail="no assigned replica is alive to replace an orphaned state znode")
+        return
+    d.record(info.state, PartitionState.ONLINE, tp, detail="replacing an orphaned state znode")
+    d.write_leader_isr(tp, orphan.with_leader(live_replicas[0], live_replicas, d.epoch), ("init",), info,
+                       PartitionState.ONLINE)
+    d.send_leader_and_isr(live_replicas, tp, is_new=True)

@@ -37,35 +37,37 @@ def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None)
         d.reassignment_plan = ()
         d.command(C.WriteReassignmentPlan(partitions=()))
         return
-    kept = []
+    kept, actions = [], []
     changed = False
     known_brokers = None
+    seen = set()
     for tp, target in plan:
         target = tuple(target)
         if known_brokers is None:
             known_brokers = _known_brokers(d)
-        reason = validate(d, tp, target, known_brokers)
+        reason = "listed twice" if tp in seen else validate(d, tp, target, known_brokers)
+        seen.add(tp)
         if reason is not None:
             d.reject("partition reassignment", f"{tp}: {reason}")
             changed = True
             continue
         info = d.info(tp)
         if tp in d.reassigning:
-            if info.assignment.target_replicas != target:
-                kept.append((tp, target))
-                on_partition_reassignment(d, tp, info.assignment.reassign_to(target))
-            else:
-                kept.append((tp, target))
+            kept.append((tp, target))
+            if info.assignment.target_replicas != target:  # the admin changed its mind
+                actions.append((tp, target))
             continue
         if info.assignment.replicas == target:
             d.reject("partition reassignment", f"{tp}: replicas are already {list(target)}; nothing to do")
             changed = True
             continue
         kept.append((tp, target))
+        actions.append((tp, target))
+    # the plan is set before anything runs: a reassignment that completes at once removes
+    # itself from it, and must not be put back (or started a second time)
     d.reassignment_plan = tuple(kept)
-    for tp, target in kept:
-        if tp not in d.reassigning:
-            on_partition_reassignment(d, tp, d.info(tp).assignment.reassign_to(target))
+    for tp, target in actions:
+        on_partition_reassignment(d, tp, d.info(tp).assignment.reassign_to(target))
     if changed:
         d.plan_dirty = True
 

@@ -10,6 +10,7 @@ from typing import Iterator
 
 import attrs
 
+from .events import Event
 from .machines import PartitionState, ReplicaState
 from .pmap import EMPTY, PMap
 from .values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
@@ -102,6 +103,9 @@ class ControllerState:
       broker that is neither seen nor hosting any replica is rejected as unknown).
     - `pending`: decisions whose partition-state writes are in flight, by write id; their
       broker requests go out only when ZooKeeper has accepted the writes.
+    - `deferred`: events that arrived while a write was pending, in arrival order. They are
+      decided once the write's outcome is known (see `step.py`): no decision is ever made on
+      a partition state that ZooKeeper has not confirmed.
     """
 
     config: ControllerConfig
@@ -121,6 +125,7 @@ class ControllerState:
     topics_ineligible_for_deletion: frozenset[str] = frozenset()
     pending: PMap = EMPTY  # PMap[int, draft.Outbox]
     next_write_id: int = 1
+    deferred: tuple[Event, ...] = ()
 
     # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
 

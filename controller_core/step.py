@@ -1,12 +1,25 @@
 """The controller's one entry point: `step(state, event) -> (state, commands)`.
 
-A dispatcher and nothing else: each event type goes to its subdomain handler, which works on a
-`Draft` of the state. A node that is not the controller ignores everything but its election
-(and answers broker requests with NOT_CONTROLLER), like Kafka's `if (!isActive) return`.
+A dispatcher: each event type goes to its subdomain handler, which works on a `Draft` of the
+state. A node that is not the controller ignores everything but its election (and answers
+broker requests with NOT_CONTROLLER), like Kafka's `if (!isActive) return`.
+
+One decision at a time. Kafka's controller blocks on its ZooKeeper writes, so every decision
+starts from partition states that ZooKeeper has confirmed. Our writes are asynchronous, so the
+same rule is kept here, in the core: while a decision's partition-state write is in flight
+(`state.pending`), every other event waits in `state.deferred`, and the write's outcome
+(`PartitionStatesWritten`) is decided first, followed by the waiting events in arrival order.
+Only the outcome itself and the events that end the term (`ControllerResigned`,
+`ControllerFenced`) are never deferred. Chaining decisions on predicted znode versions, which
+an earlier version did, let a conflict on one write undo or alias a later one; deferring costs
+at most one ZooKeeper round trip of latency per event and keeps the journal replayable, since
+the deferral is part of the state.
 """
 from __future__ import annotations
 
 from typing import Callable
+
+import attrs
 
 from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, topics
 from . import commands as C
@@ -20,12 +33,29 @@ NOT_CONTROLLER = "NOT_CONTROLLER: this node is not the active controller"
 
 def step(state: ControllerState, event) -> tuple[ControllerState, tuple]:
     """Apply one event; return the new state and the commands to execute, in order."""
-    handler = _HANDLERS.get(type(event))
+    kind = type(event)
+    handler = _HANDLERS.get(kind)
     if handler is None:
         raise TypeError(f"not a controller event: {event!r}")
-    if not state.active and type(event) not in _WHEN_INACTIVE:
+    if not state.active and kind not in _WHEN_INACTIVE:
         return state, ()
-    return handler(state, event)
+    if state.pending and kind not in _NEVER_DEFERRED:
+        return attrs.evolve(state, deferred=state.deferred + (event,)), ()
+    state, commands = handler(state, event)
+    if state.deferred and not state.pending and state.active:
+        return _drain(state, commands)
+    return state, commands
+
+
+def _drain(state: ControllerState, commands: tuple) -> tuple[ControllerState, tuple]:
+    """Decide the deferred events, oldest first, until one of them writes again."""
+    out = list(commands)
+    while state.deferred and not state.pending and state.active:
+        event = state.deferred[0]
+        state = attrs.evolve(state, deferred=state.deferred[1:])
+        state, more = _HANDLERS[type(event)](state, event)
+        out.extend(more)
+    return state, tuple(out)
 
 
 def _drafted(fn: Callable[[Draft, object], None]):
@@ -37,16 +67,35 @@ def _drafted(fn: Callable[[Draft, object], None]):
 
 
 def _resigned(state: ControllerState, event) -> tuple[ControllerState, tuple]:
-    # Kafka's onControllerResignation: forget the context; a later election rebuilds it
-    return ControllerState(config=state.config, seen_brokers=state.seen_brokers,
-                           next_write_id=state.next_write_id), ()
+    # Kafka's onControllerResignation: forget the context; a later election rebuilds it. The
+    # brokers and tools still waiting for an answer (deferred requests, replies parked with a
+    # write that will now never be confirmed) are told to ask the next controller.
+    return (ControllerState(config=state.config, seen_brokers=state.seen_brokers, next_write_id=state.next_write_id),
+            _not_controller_replies(state))
+
+
+def _not_controller_replies(state: ControllerState) -> tuple:
+    replies = []
+    for _, outbox in sorted(state.pending.items()):
+        for request_id, broker_id in outbox.shutdown_replies:
+            replies.append(C.ReplyControlledShutdown(request_id=request_id, broker_id=broker_id, error=NOT_CONTROLLER))
+        for request_id, results in outbox.election_replies:
+            replies.append(C.ReplyLeaderElection(request_id=request_id,
+                                                 results=tuple((tp, NOT_CONTROLLER) for tp, _ in results)))
+    for e in state.deferred:
+        if type(e) is E.ControlledShutdownRequested:
+            replies.append(C.ReplyControlledShutdown(request_id=e.request_id, broker_id=e.broker_id, error=NOT_CONTROLLER))
+        elif type(e) is E.LeaderElectionRequested:
+            replies.append(C.ReplyLeaderElection(request_id=e.request_id,
+                                                 results=tuple((tp, NOT_CONTROLLER) for tp in e.partitions or ())))
+    return tuple(replies)
 
 
 def _fenced(state: ControllerState, event: E.ControllerFenced) -> tuple[ControllerState, tuple]:
     if not state.active:
         return state, ()
-    new_state, _ = _resigned(state, event)
-    return new_state, (C.Resign(reason=event.reason),)
+    new_state, replies = _resigned(state, event)
+    return new_state, (C.Resign(reason=event.reason),) + replies
 
 
 def _shutdown_request(state: ControllerState, event: E.ControlledShutdownRequested):
@@ -123,5 +172,8 @@ _HANDLERS: dict[type, Callable] = {
 
 _WHEN_INACTIVE = {E.ControllerElected, E.ControllerResigned, E.ControllerFenced,
                   E.ControlledShutdownRequested, E.LeaderElectionRequested}
+
+_NEVER_DEFERRED = {E.PartitionStatesWritten, E.ControllerElected, E.ControllerResigned, E.ControllerFenced}
+"""The outcome that ends a wait, and the events that end the term (see the module docstring)."""
 
 assert set(_HANDLERS) == set(E.EVENT_TYPES), "every event type needs a handler"

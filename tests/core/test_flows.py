@@ -441,17 +441,29 @@ def test_isr_change_notification_updates_cache_and_tells_every_broker():
     assert step(state, E.PartitionStatesObserved(at=AT, states=((tp("t", 0), stale),))) == (state, ())
 
 
-def test_a_stale_isr_shrink_is_dropped_when_the_replica_came_back_during_the_write():
+def test_events_during_a_write_wait_for_its_outcome_and_a_conflict_is_redecided_first():
     given = elected(topics={"t": [[2, 1, 3]]})[0]
     state, commands = step(given, brokers_changed(2, 3))  # 1 dies: shrink it out of t-0's ISR
     write = of_type(commands, C.WritePartitionStates)[0]
-    state, _ = run(state, brokers_changed(1, 2, 3, epochs={1: 555}))  # 1 is back before the write lands
-    # the leader re-added 1 first, so our write conflicts
+    back = brokers_changed(1, 2, 3, epochs={1: 555})
+    state, commands = step(state, back)  # 1 is back before the write lands: that waits
+    assert commands == () and state.deferred == (back,)
+    assert 1 not in state.brokers
+    # the leader had re-added 1 first, so the write conflicts; it is re-decided on ZooKeeper's
+    # content with what the controller knows at that point (1 is dead), as Kafka would
     fresh = LeaderIsr(2, 0, (2, 1, 3), 1, 1)
     state, commands = step(state, E.PartitionStatesWritten(at=AT, write_id=write.write_id,
                                                            conflicts=((tp("t", 0), fresh),)))
-    assert not of_type(commands, C.WritePartitionStates)  # no second removal of a live replica
-    assert leader_isr(state, "t", 0).isr == (2, 1, 3)
+    retry = of_type(commands, C.WritePartitionStates)
+    assert [w.leader_isr.isr for w in retry[0].writes] == [(2, 3)]
+    assert retry[0].writes[0].expected_version == fresh.zk_version
+    assert state.deferred == (back,)
+    # once the retry lands, the broker's return is decided: 1 is told to follow again
+    state, commands = step(state, E.PartitionStatesWritten(at=AT, write_id=retry[0].write_id,
+                                                           versions=((tp("t", 0), 2),)))
+    assert state.deferred == () and state.brokers[1].epoch == 555
+    assert state.partitions[tp("t", 0)].replica_state(1) is RS.ONLINE
+    assert 1 in sent_to(commands, C.SendLeaderAndIsr)
 
 
 def test_requests_decided_for_a_broker_that_restarted_meanwhile_are_dropped():

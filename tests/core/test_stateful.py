@@ -35,8 +35,8 @@ list, the machine also checks that brokers are only told partition states that l
 epochs sent and held in state never go back, that a landing controller write never grows the ISR
 nor elects outside it, and that once everything is delivered the cache equals ZooKeeper.
 
-Invariants broken by known core bugs are switched off by the named flags below, and each bug has a
-minimal plain regression test at the end of this file, marked `xfail(strict=True)`.
+Every invariant is on. The bugs this machine found (eleven so far) each have a minimal plain
+regression test at the end of this file.
 """
 from __future__ import annotations
 
@@ -78,9 +78,8 @@ from controller_core.values import (
 from tests.core.builders import AT, broker, elected, leader_isr, of_type, run, tp
 
 # -- invariant switches ----------------------------------------------------------------------------
-# Every check is on unless a known core bug breaks it; those are off *temporarily*, each naming the
-# strict-xfail regression below that pins the bug. When the core is fixed, the regression XPASSes
-# (reported as a failure) and the switch goes back to True.
+# All on. When a new core bug is found and cannot be fixed at once, switch its check off here
+# *temporarily*, naming the strict-xfail regression test that pins it.
 
 CHECK_ONLINE_LEADER_ALIVE_AND_IN_ISR = True
 CHECK_ISR_SUBSET_OF_ASSIGNMENT = True
@@ -90,41 +89,29 @@ CHECK_CONTROLLER_WRITES_ARE_CLEAN = True
 replica outside that ISR the leader (unless unclean election may be in play)."""
 CHECK_CACHE_MATCHES_ZK_WHEN_QUIET = True
 """Once every write, outcome and watch has been delivered, the cache equals ZooKeeper."""
-
-CHECK_SENT_STATES_LANDED = False  # bug: test_released_requests_carry_the_state_that_landed_*,
-#                                        test_a_decision_without_writes_does_not_send_an_in_flight_state
+CHECK_SENT_STATES_LANDED = True
 """Every partition state sent to brokers (LeaderAndIsr/UpdateMetadata) is one that landed in ZK."""
-CHECK_SENT_EPOCHS_MONOTONIC = False  # same bug: an unlanded epoch sent, then fenced, then the
-#                                      new controller correctly sends the lower landed epoch
+CHECK_SENT_EPOCHS_MONOTONIC = True
 """Per partition, the leader epochs sent in LeaderAndIsr requests never go back (across failovers)."""
-CHECK_STATE_EPOCHS_MONOTONIC = False  # bug: test_leader_epoch_in_state_never_goes_back_*
+CHECK_STATE_EPOCHS_MONOTONIC = True
 """Leader epochs in the controller's state never go back from one step to the next."""
-CHECK_PARTITIONS_WITH_WRITES_IN_FLIGHT = False  # bugs: test_a_conflict_does_not_undo_a_later_*,
-#                     test_a_missing_state_znode_*, test_a_conflict_retry_still_removes_*
-"""With False, the per-partition state checks (ISR within RS, Online leader alive and in ISR)
-skip partitions that have a controller write whose outcome has not been delivered yet: the
-conflict bug resets their cache to stale content while later writes are still in flight. The
-checks still run on every other partition, and on these once their writes are all answered."""
-CHECK_ONLINE_PARTITION_HAS_LEADER_AND_ISR = False  # bug: test_a_missing_state_znode_*
-"""With False, an Online partition without any leader and ISR is not reported (its other checks are
-skipped): a conflict with a missing znode leaves it so, e.g. when the admin expands a topic whose
-deletion the core has completed but whose DeleteTopic has not landed yet."""
-CHECK_PARTITIONS_RECREATED_OVER_ORPHANED_STATES = False  # bug: test_an_init_conflict_does_not_adopt_*
-"""With False, the ISR-within-RS check skips partitions re-created over an orphaned state znode (the
-topic znode lost them to an unconditional WriteTopicAssignment computed before an expansion): the
-core adopts the orphan's leader and ISR whatever the new assignment."""
-CHECK_TRANSITIONS_OF_CONFLICT_RETRIES = False  # bug: test_a_conflict_retry_does_not_resurrect_*
-"""With False, the transitions logged by a conflict retry ("retry of write N ...") are not checked
-against the tables (a retry re-elects partitions of topics being deleted)."""
+CHECK_PARTITIONS_WITH_WRITES_IN_FLIGHT = True
+"""The per-partition state checks (ISR within RS, Online leader alive and in ISR) also run on
+partitions that have a controller write whose outcome has not been delivered yet."""
+CHECK_ONLINE_PARTITION_HAS_LEADER_AND_ISR = True
+"""An Online partition always has a leader and ISR."""
+CHECK_PARTITIONS_RECREATED_OVER_ORPHANED_STATES = True
+"""The ISR-within-RS check also covers partitions re-created over an orphaned state znode (the
+topic znode lost them to an unconditional WriteTopicAssignment computed before an expansion)."""
+CHECK_TRANSITIONS_OF_CONFLICT_RETRIES = True
+"""The transitions logged by a conflict retry ("retry of write N ...") are checked against the tables."""
 
-# -- a model knob that works around one known core bug ------------------------------------------
+# -- the model's ZooKeeper --------------------------------------------------------------------------
 
-LEADER_WRITE_VERSION_STRIDE = 100  # bug: test_conflict_aliasing_never_elects_outside_the_isr
-"""How far a partition leader's ISR write moves the state znode's version. ZooKeeper moves it by
-1; 100 (as if the leader had written 100 times) keeps it clear of the versions the controller
-predicts for its chained in-flight writes, so that none of them can land by version aliasing
-(see test_conflict_* below). With 1 the machine finds that bug within a few hundred examples
-and it shadows everything else; 100 keeps the other checks meaningful."""
+LEADER_WRITE_VERSION_STRIDE = 1
+"""How far a partition leader's ISR write moves the state znode's version: 1, as ZooKeeper does.
+(An earlier core chained writes on predicted versions and a leader's write could alias one of
+them; the knob let the machine look past that bug. The core no longer chains writes.)"""
 
 # -- Kafka-legitimate exceptions, not bugs -------------------------------------------------------
 
@@ -146,6 +133,10 @@ ISR_SUBSET_CHECK_ALLOWS_LAST_MEMBER = True
 just removed it from RS: e.g. the old leader shrank the ISR to itself while the controller's
 reassignment-completion write was in flight; the retry cannot elect a target, and Kafka 2.4
 ends the same way (leader -1, ISR = [removed replica])."""
+
+TRANSITION_CHECK_SKIPS_TOPICS_THAT_VANISHED = True
+"""A topic whose znode vanished from a TopicsChanged listing is dropped from memory without state
+transitions, as Kafka 2.4's processTopicChange does (controllerContext.removeTopic)."""
 
 ONLINE_LEADER_CHECK_SKIPS_TOPICS_QUEUED_FOR_DELETION = True
 """Kafka 2.4's onReplicasBecomeOffline leaves the partitions of topics queued for deletion out of
@@ -263,26 +254,42 @@ class ControllerMachine(RuleBasedStateMachine):
         return self.state is not None and self.state.active
 
     def do(self, event, refused: bool = False):
-        """Step the core, check every invariant, execute the commands on the model."""
+        """Step the core, check every invariant, execute the commands on the model.
+
+        While a controller write is in flight the core defers every other event (step.py), and
+        the outcome that ends the wait also decides the deferred events: `processed` are the
+        events this step actually decided, in order."""
         before = self.state
         s1, c1 = step(before, event)
         s2, c2 = step(before, event)
         assert s1 == s2 and c1 == c2, f"step is not deterministic for {event!r}"
         was_active = before.active
+        deferred = was_active and s1.deferred == before.deferred + (event,) and bool(before.pending)
+        if deferred:
+            assert c1 == () and attrs.evolve(s1, deferred=before.deferred) == before, (
+                f"deferring {type(event).__name__} changed more than the deferred queue")
+            processed = []
+        else:
+            queue = list(before.deferred) if was_active else []
+            processed = [event] + queue[:len(queue) - len(s1.deferred)] if s1.active or was_active else [event]
         if refused or (not was_active and not isinstance(event, E.ControllerElected)):
-            assert s1 is before or s1 == before, f"refused input {type(event).__name__} changed the state"
+            if not deferred:
+                assert s1 is before or s1 == before, f"refused input {type(event).__name__} changed the state"
             bad = [c for c in c1 if not isinstance(c, REFUSAL_COMMANDS)]
             assert not bad, f"refused input {type(event).__name__} produced {bad}"
-        if isinstance(event, (E.ControllerElected, E.BrokersChanged)) and s1.active:
-            listing = event.snapshot.brokers if isinstance(event, E.ControllerElected) else event.brokers
-            self.listing = {b.broker_id: b for b in listing}
+        listings = [self.listing]
+        for e in processed:
+            if isinstance(e, (E.ControllerElected, E.BrokersChanged)) and s1.active:
+                listing = e.snapshot.brokers if isinstance(e, E.ControllerElected) else e.brokers
+                self.listing = {b.broker_id: b for b in listing}
+                listings.append(self.listing)
         self.state = s1
         if s1.active:
             if was_active and not isinstance(event, E.ControllerElected):
-                self._check_transitions(before, s1, c1)
+                self._check_transitions(before, s1, c1, processed)
                 if CHECK_STATE_EPOCHS_MONOTONIC:
                     self._check_epochs_monotonic(before, s1)
-            self._check_commands(s1, c1)
+            self._check_commands(s1, c1, listings)
         self._execute(c1)
         if s1.active:
             self._check_state(s1)
@@ -393,7 +400,7 @@ class ControllerMachine(RuleBasedStateMachine):
             assert info.leader_isr.leader_epoch >= old.leader_isr.leader_epoch, (
                 f"{t}: leader epoch went back in state {old.leader_isr} -> {info.leader_isr}")
 
-    def _check_transitions(self, before, after, commands):
+    def _check_transitions(self, before, after, commands, processed):
         edges = defaultdict(set)
         for c in commands:
             if not isinstance(c, C.LogStateChanges):
@@ -412,7 +419,14 @@ class ControllerMachine(RuleBasedStateMachine):
                         f"logged illegal replica transition {e}")
                 for x in e.partitions:
                     edges[(x, e.replica)].add((f, t))
+        vanished = set()
+        if TRANSITION_CHECK_SKIPS_TOPICS_THAT_VANISHED:
+            for e in processed:
+                if isinstance(e, E.TopicsChanged):
+                    vanished |= {t for t in before.topics.keys() if t not in e.topics}
         for x in set(before.partitions.keys()) | set(after.partitions.keys()):
+            if x.topic in vanished:
+                continue
             b, a = before.partitions.get(x), after.partitions.get(x)
             bs = b.state if b is not None else PartitionState.NON_EXISTENT
             as_ = a.state if a is not None else PartitionState.NON_EXISTENT
@@ -425,12 +439,16 @@ class ControllerMachine(RuleBasedStateMachine):
                 assert _reachable(rb, ra, edges[(x, r)]), (
                     f"{x} replica {r}: {rb} -> {ra} without legal logged transitions {edges[(x, r)]}")
 
-    def _check_commands(self, s, commands):
+    def _check_commands(self, s, commands, listings):
+        """`listings`: the broker listings the core knew while deciding this step's events (the
+        one before, then each one it processed): a request must address a broker of one of them
+        with that listing's broker epoch."""
         zk = self.zk
         for c in commands:
             if isinstance(c, SENDS):
-                assert c.broker_id in self.listing, f"{type(c).__name__} to broker {c.broker_id} not in the listing"
-                assert c.broker_epoch == self.listing[c.broker_id].epoch, f"{c!r} carries a stale broker epoch"
+                known = [lst[c.broker_id] for lst in listings if c.broker_id in lst]
+                assert known, f"{type(c).__name__} to broker {c.broker_id} not in the listing"
+                assert any(c.broker_epoch == b.epoch for b in known), f"{c!r} carries a stale broker epoch"
                 assert c.controller_epoch == s.epoch
             if isinstance(c, (C.SendLeaderAndIsr, C.SendUpdateMetadata)):
                 for v in c.partitions:
@@ -796,10 +814,10 @@ class ControllerMachine(RuleBasedStateMachine):
         while self.writer:
             outcome = self._land(self.writer.pop(0))
             if outcome is not None:
-                if delay:
-                    self.outcomes.append(outcome)
-                else:
-                    self.do(outcome)
+                self.outcomes.append(outcome)  # one writer, one event queue: outcomes stay in order
+                if not delay:
+                    while self.outcomes:
+                        self.do(self.outcomes.pop(0))
                 return
 
     @precondition(lambda self: self.outcomes)
@@ -816,12 +834,12 @@ class ControllerMachine(RuleBasedStateMachine):
     def runtime_settles(self):
         """Deliver everything in flight, in order, until nothing is left."""
         for _ in range(500):
-            if self.writer:
+            if self.outcomes:
+                self.do(self.outcomes.pop(0))
+            elif self.writer:
                 outcome = self._land(self.writer.pop(0))
                 if outcome is not None:
                     self.do(outcome)
-            elif self.outcomes:
-                self.do(self.outcomes.pop(0))
             elif self.watches:
                 self.do(self._watch_event(self.watches.pop(0)))
             else:
@@ -911,9 +929,11 @@ def test_controller_core_keeps_the_cluster_invariants_long():
 
 
 # =================================================================================================
-# Regressions: the minimal examples of the core bugs the machine found, one test each. They are
-# strict xfails: once the core is fixed they pass, pytest reports XPASS as a failure, and the
-# marker (and the matching flag at the top of this file) should go.
+# Regressions: the minimal examples of the core bugs the machine found, one test each. Most came
+# from one design flaw: a decision could write a partition while an earlier write to it was still
+# in flight, chaining on the version it predicted. The core now defers every event while a write is
+# in flight (step.py), so those sequences become "the later event waits for the outcome"; each test
+# below replays its original sequence and checks the behaviour that replaced the bug.
 # =================================================================================================
 
 A0 = tp("a", 0)
@@ -934,87 +954,89 @@ def _landed(v, *states: LeaderIsr) -> bool:
                for s in states)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: an outcome releases broker requests built from a later, "
-                                       "still in-flight write's predicted state (draft.emit_outbox)")
+def _lands(s, w: C.WritePartitionStates):
+    """Every write of `w` lands as predicted."""
+    return step(s, E.PartitionStatesWritten(at=AT, write_id=w.write_id,
+                                            versions=tuple((pw.tp, pw.leader_isr.zk_version) for pw in w.writes)))
+
+
 def test_released_requests_carry_the_state_that_landed_not_a_later_in_flight_one():
     s, _ = elected(brokers=(1, 2, 3), topics={"a": [[1, 2, 3]]})  # a-0: leader 1, ISR 1,2,3, version 0
     s, c1 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1), broker(2))))  # W1: ISR 1,2 (epoch 1, v1)
-    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1),)))  # W2: ISR 1 (epoch 2, v2), chained on W1
-    w1, w2 = _write(c1), _write(c2)
+    w1 = _write(c1)
+    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1),)))  # waits for W1
+    assert c2 == () and len(s.deferred) == 1
     landed = w1.writes[0].leader_isr
     s, released = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, versions=((A0, 1),)))
     views = _views(released)
     assert views, "W1's LeaderAndIsr to broker 1 is released"
-    # W2 has not reached ZooKeeper: brokers must not be told its epoch 2 / version 2 yet
     assert all(_landed(v, landed) for _, v in views), views
+    w2 = _write(released)  # then the deferred failure is decided on the landed state
+    assert w2.writes[0].expected_version == 1 and w2.writes[0].leader_isr.isr == (1,)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a decision without writes emits its requests at once, "
-                                       "built from the cache, which holds another write's in-flight prediction "
-                                       "(draft.Draft.finish)")
 def test_a_decision_without_writes_does_not_send_an_in_flight_state():
     s, _ = elected(brokers=(1, 2), topics={"a": [[2, 1]]})  # a-0: leader 2, ISR 2,1, epoch 0, version 0
     before = leader_isr(s, "a", 0)
     # broker 1 (a follower) shuts down: W1 = ISR 2 at epoch 1, version 1, in flight
     s, c1 = step(s, E.ControlledShutdownRequested(at=AT, request_id=1, broker_id=1, broker_epoch=101))
-    _write(c1)
-    # broker 1 restarts before W1's outcome: no write of its own, requests go out at once
+    w1 = _write(c1)
+    # broker 1 restarts before W1's outcome: that decision waits, nothing is sent
     s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1, epoch=201), broker(2))))
-    assert not of_type(c2, C.WritePartitionStates)
-    views = _views(c2)
-    assert views
-    # they carry epoch 1 / version 1, which ZooKeeper does not hold (and never will if W1 conflicts)
-    assert all(_landed(v, before) for _, v in views), views
+    assert c2 == ()
+    # W1 conflicts (leader 2 rewrote the ISR first): brokers are only ever told what ZooKeeper holds
+    fresh = LeaderIsr(2, 0, (2, 1), 1, 1)
+    s, c3 = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, fresh),)))
+    assert all(_landed(v, before, fresh) for _, v in _views(c3) + _views(c3, C.SendUpdateMetadata)), c3
+    retry = _write(c3)
+    s, c4 = _lands(s, retry)
+    landed = retry.writes[0].leader_isr
+    assert all(_landed(v, landed) for _, v in _views(c4) + _views(c4, C.SendUpdateMetadata)), c4
+    assert s.deferred == () and s.brokers[1].epoch == 201
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a partition-leader ISR write observed at the version the "
-                                       "controller predicted replaces the cache, and the leader epoch goes back "
-                                       "(step._observed; on_written does the same on conflicts)")
 def test_leader_epoch_in_state_never_goes_back_when_a_leader_wins_a_race():
     s, _ = elected(brokers=(1, 2), topics={"a": [[2, 1]]})
     # broker 1 shuts down: W1 = leader 2, ISR 2, epoch 1 (version 1 predicted)
     s, c1 = step(s, E.ControlledShutdownRequested(at=AT, request_id=1, broker_id=1, broker_epoch=101))
     assert leader_isr(s, "a", 0).leader_epoch == 1
-    # leader 2 removed 1 itself first: version 1 holds its write, at leader epoch 0
+    # leader 2 removed 1 itself first: version 1 holds its write, at leader epoch 0; the
+    # notification waits for W1's outcome instead of overwriting the write in flight
     s, _ = step(s, E.PartitionStatesObserved(at=AT, states=((A0, LeaderIsr(2, 0, (2,), 1, 1)),)))
     assert leader_isr(s, "a", 0).leader_epoch >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a conflict reporting a missing state znode leaves the "
-                                       "partition OnlinePartition with no leader and ISR (outcomes.on_written)")
 def test_a_missing_state_znode_does_not_leave_an_online_partition_without_leader():
     s, _ = elected(brokers=(1, 2), topics={"a": [[1, 2]]})
     s, c1 = step(s, E.BrokersChanged(at=AT, brokers=(broker(2),)))  # leader 1 dies: elect 2 (W1)
     w1 = _write(c1)
-    s, _ = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, None),)))
+    s, commands = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, None),)))
     info = s.partitions[A0]
     assert not (info.state is PartitionState.ONLINE and info.leader_isr is None), info
+    assert info.state is PartitionState.OFFLINE and not of_type(commands, C.WritePartitionStates)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a conflict retry re-runs an 'elect' intent on a partition "
-                                       "whose topic is being deleted: NonExistent -> Online (outcomes._reapply)")
 def test_a_conflict_retry_does_not_resurrect_a_partition_being_deleted():
     s, _ = elected(brokers=(1, 2), topics={"a": [[1, 2]]}, states={A0: LeaderIsr(2, 0, (1, 2), 1, 0)})
     s, c1 = step(s, E.PreferredElectionRequested(at=AT, exists=True, partitions=(A0,)))  # W1: elect 1
     w1 = _write(c1)
-    s, _ = step(s, E.TopicDeletionsRequested(at=AT, topics=frozenset({"a"})))
-    assert s.partitions[A0].state is PartitionState.NON_EXISTENT
-    # leader 2 rewrote its ISR meanwhile: W1 conflicts and is re-decided
+    s, c2 = step(s, E.TopicDeletionsRequested(at=AT, topics=frozenset({"a"})))  # waits for W1
+    assert c2 == ()
+    # leader 2 rewrote its ISR meanwhile: W1 conflicts and is re-decided before the deletion
     fresh = LeaderIsr(2, 0, (2, 1), 1, 1)
-    s, commands = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, fresh),)))
+    s, c3 = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, fresh),)))
+    retry = _write(c3)
+    assert retry.writes[0].leader_isr.leader == 1 and s.deferred
+    s, c4 = _lands(s, retry)  # now the deletion runs: the partition goes away, no new leader
     assert s.partitions[A0].state is PartitionState.NON_EXISTENT
-    for log in of_type(commands, C.LogStateChanges):
+    for log in of_type(c4, C.LogStateChanges):
         for e in log.entries:
             if e.ok and e.replica == -1:
                 assert partition_transition_ok(P_BY_NAME[e.from_state], P_BY_NAME[e.to_state]), e
-    assert not any(w.leader_isr.leader not in (NO_LEADER,) and w.leader_isr.leader_epoch > fresh.leader_epoch
-                   for c in of_type(commands, C.WritePartitionStates) for w in c.writes
-                   if w.leader_isr.leader != fresh.leader), "no new leader for a topic being deleted"
+    assert not any(w.leader_isr.leader not in (NO_LEADER, 1) for c in of_type(c4, C.WritePartitionStates)
+                   for w in c.writes), "no new leader for a topic being deleted"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a conflict retry re-applies only the recorded intents, so a "
-                                       "replica the decision took offline/removed stays in the ISR it rewrites "
-                                       "(replicas._to_offline + outcomes._reapply)")
 def test_a_conflict_retry_still_removes_the_replicas_the_decision_took_offline():
     s, _ = elected(brokers=(1, 2), topics={"a": [[2]]})
     s, _ = run(s, E.ReassignmentRequested(at=AT, exists=True, partitions=((A0, (1,)),)))  # RS 1,2 (+1 -2)
@@ -1030,46 +1052,39 @@ def test_a_conflict_retry_still_removes_the_replicas_the_decision_took_offline()
     assert 1 not in retry.writes[0].leader_isr.isr, retry
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a conflict resets the cache to the fresh znode although a "
-                                       "later write for the partition is in flight: the Online partition keeps "
-                                       "the dead leader (outcomes.on_written)")
-def test_a_conflict_does_not_undo_a_later_in_flight_election():
+def test_a_conflict_does_not_undo_a_later_election():
     s, _ = elected(brokers=(1, 2, 3), topics={"a": [[1, 2, 3]]})
     s, c1 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1), broker(2))))  # W1: shrink 3
     w1 = _write(c1)
-    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(2),)))  # leader 1 dies: W2 elects 2
-    assert leader_isr(s, "a", 0).leader == 2
-    # leader 1 had dropped 3 itself before dying: W1 conflicts (W2 is still in flight)
+    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(2),)))  # leader 1 dies: waits for W1
+    assert c2 == ()
+    # leader 1 had dropped 3 itself before dying: W1 conflicts; nothing left to shrink, so the
+    # deferred failure of 1 is decided on ZooKeeper's content and elects 2
     fresh = LeaderIsr(1, 0, (1, 2), 1, 1)
-    s, _ = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, fresh),)))
+    s, c3 = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, fresh),)))
+    w2 = _write(c3)
+    assert w2.writes[0].expected_version == 1 and w2.writes[0].leader_isr.leader == 2
+    s, _ = _lands(s, w2)
     info = s.partitions[A0]
-    assert info.state is not PartitionState.ONLINE or info.leader_isr.leader in s.brokers, info
+    assert info.state is PartitionState.ONLINE and info.leader_isr.leader == 2 and info.leader_isr.zk_version == 2
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a write chained on a conflicted write's predicted version "
-                                       "lands on the leader's znode by version aliasing: a replica outside the "
-                                       "ISR becomes leader and the cache disagrees with ZooKeeper")
 def test_conflict_aliasing_never_elects_outside_the_isr():
     s, _ = elected(brokers=(1, 2, 3), topics={"a": [[2, 1, 3]]}, states={A0: LeaderIsr(1, 0, (1, 2, 3), 1, 0)})
     s, c1 = step(s, E.PreferredElectionRequested(at=AT, exists=True, partitions=(A0,)))  # W1: 2 leads (v1)
     w1 = _write(c1)
-    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1), broker(2))))  # W2: shrink 3, expects v1
-    w2 = _write(c2)
+    s, c2 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1), broker(2))))  # 3 dies: waits for W1
+    assert c2 == ()
     # leader 1 shrank 2 out of the ISR first, making version 1
     zk = LeaderIsr(1, 0, (1, 3), 1, 1)
-    s, _ = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, zk),)))
-    pw = w2.writes[0]
-    if pw.expected_version == zk.zk_version:  # ZooKeeper's check passes: W2 lands on the leader's znode
-        assert pw.leader_isr.leader in zk.isr, f"{pw} makes {pw.leader_isr.leader} leader; ISR was {zk.isr}"
-        assert set(pw.leader_isr.isr) <= set(zk.isr), f"{pw} grows the ISR {zk.isr}"
-        zk = attrs.evolve(pw.leader_isr)
-        s, _ = step(s, E.PartitionStatesWritten(at=AT, write_id=w2.write_id, versions=((A0, zk.zk_version),)))
-        assert leader_isr(s, "a", 0) == zk
+    s, c3 = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, zk),)))
+    (w2,) = of_type(c3, C.WritePartitionStates)  # the preferred retry fails; 3's removal is built on v1
+    (pw,) = w2.writes
+    assert pw.expected_version == zk.zk_version
+    assert pw.leader_isr.leader in zk.isr, f"{pw} makes {pw.leader_isr.leader} leader; ISR was {zk.isr}"
+    assert set(pw.leader_isr.isr) <= set(zk.isr), f"{pw} grows the ISR {zk.isr}"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: a re-reassignment that completes at once is processed twice "
-                                       "(reassignment.on_reassignment_requested): leader epoch +2, "
-                                       "Watch/Unwatch twice")
 def test_a_re_reassignment_that_completes_at_once_is_processed_once():
     s, _ = elected(brokers=(1, 2), topics={"a": [[2]]})
     s, _ = run(s, E.ReassignmentRequested(at=AT, exists=True, partitions=((A0, (1,)),)))
@@ -1078,10 +1093,9 @@ def test_a_re_reassignment_that_completes_at_once_is_processed_once():
     assert not of_type(commands, C.WatchPartitionStates), commands
     assert len(of_type(commands, C.UnwatchPartitionStates)) == 1
     assert _write(commands).writes[0].leader_isr.leader_epoch == epoch + 1
+    assert s.reassignment_plan == () and of_type(commands, C.WriteReassignmentPlan)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: an 'init' conflict adopts whatever state znode exists, even "
-                                       "one whose ISR lies outside the new assignment (outcomes._reapply)")
 def test_an_init_conflict_does_not_adopt_a_state_outside_the_assignment():
     s, _ = elected(brokers=(1, 2, 4), topics={})
     s, c1 = step(s, E.TopicsChanged(at=AT, topics=frozenset({"a"}),
@@ -1091,7 +1105,31 @@ def test_an_init_conflict_does_not_adopt_a_state_outside_the_assignment():
     # a state znode left behind by an earlier a-0 (assigned 2,1) that the topic znode lost
     orphan = LeaderIsr(2, 3, (2, 1), 1, 5)
     s, commands = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, orphan),)))
-    li = leader_isr(s, "a", 0)
-    assert set(li.isr) <= {4, 2}, li
+    retry = _write(commands).writes[0]
+    assert retry.expected_version == orphan.zk_version and retry.leader_isr.leader_epoch == orphan.leader_epoch + 1
+    assert set(retry.leader_isr.isr) <= {4, 2}, retry
     assert all(set(v.isr) <= {4, 2} for _, v in _views(commands)), "brokers are told an ISR outside RS"
+    s, _ = _lands(s, _write(commands))
+    assert set(leader_isr(s, "a", 0).isr) <= {4, 2}
 
+
+def test_a_later_write_landing_after_a_conflict_leaves_the_cache_equal_to_zookeeper():
+    s, _ = elected(brokers=(1, 2), topics={"a": [[1, 2]]})  # leader 1, ISR 1,2, epoch 0, version 0
+    s, c1 = step(s, E.BrokersChanged(at=AT, brokers=(broker(1), broker(2, epoch=202))))  # W1: shrink 2
+    w1 = _write(c1)
+    leaders_write = LeaderIsr(1, 0, (1,), 1, 1)  # leader 1 dropped 2 itself: version 1
+    s, _ = step(s, E.PartitionStatesObserved(at=AT, states=((A0, leaders_write),)))  # waits
+    s, _ = step(s, E.BrokersChanged(at=AT, brokers=(broker(1, epoch=201), broker(2, epoch=202))))  # waits
+    zk = leaders_write
+    s, commands = step(s, E.PartitionStatesWritten(at=AT, write_id=w1.write_id, conflicts=((A0, zk),)))
+    for _ in range(5):  # land whatever follows, as ZooKeeper would, until nothing is in flight
+        writes = of_type(commands, C.WritePartitionStates)
+        if not writes:
+            break
+        (w,) = writes
+        (pw,) = w.writes
+        assert pw.expected_version == zk.zk_version
+        zk = pw.leader_isr
+        s, commands = _lands(s, w)
+    assert not s.pending and not s.deferred
+    assert leader_isr(s, "a", 0) == zk
