@@ -108,7 +108,6 @@ class Draft:
         self.plan_dirty = False  # /admin/reassign_partitions to rewrite
         self.shutdown_replies: list[tuple[int, int]] = []
         self.election_replies: list = []
-        self.offlined: dict[TopicPartition, list[int]] = {}  # replicas this decision took offline
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -330,20 +329,6 @@ class Draft:
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
 
-    def _intents(self) -> dict[TopicPartition, tuple]:
-        """The write intents, plus the removal of every replica this decision took offline from
-        the ISR of a partition it writes: a conflict retry re-reads the znode (as Kafka's
-        removeReplicasFromIsr does) and must drop those replicas again even when the decision's
-        own write did not have to (e.g. a partition leader re-added one meanwhile)."""
-        intents = self.intents
-        for tp, replicas in self.offlined.items():
-            have = intents.get(tp)
-            if have is not None:
-                extra = tuple(("shrink", r) for r in dict.fromkeys(replicas) if ("shrink", r) not in have)
-                if extra:
-                    intents[tp] = have + extra
-        return intents
-
     def _outbox(self) -> Outbox | None:
         if self.um_everyone:
             self.um_brokers.update(self.brokers.keys())
@@ -357,7 +342,7 @@ class Draft:
             stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),
-            intents=pmap(self._intents()),
+            intents=pmap(self.intents),
             cause=self.cause,
             broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())),
         )

@@ -53,6 +53,7 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
             continue
         for intent in intents.get(tp, ()):
             _reapply(retry, tp, intent)
+        _drop_offline_replicas(retry, tp)
     state2, commands2 = retry.finish()
     return state2, commands1 + tuple(released) + commands2
 
@@ -68,6 +69,24 @@ def _vanished(d: Draft, tp, info: PartitionInfo) -> None:
         info = d.info(tp)
     d.record(info.state, info.state, tp, ok=False, detail="the state znode is missing")
     d.put(tp, PartitionInfo(info.assignment, None, info.state, info.replica_states))
+
+
+_IN_SERVICE = (ReplicaState.ONLINE, ReplicaState.NEW)
+
+
+def _drop_offline_replicas(d: Draft, tp) -> None:
+    """After a retry: the znode's ISR may hold replicas this controller has taken out of service
+    (offline, being deleted, or removed from the assignment) that the decision's own intents do
+    not remove, e.g. a partition leader re-added one while the write was in flight. Kafka's
+    removeReplicasFromIsr re-reads the znode and removes them; so does this."""
+    info = d.info(tp)
+    li = info.leader_isr
+    if li is None or li.controller_epoch > d.epoch:
+        return
+    replicas = info.assignment.replicas
+    for r in li.isr:
+        if r not in replicas or info.replica_state(r) not in _IN_SERVICE:
+            R.shrink_isr(d, tp, r)
 
 
 _NEEDS_LIVE_TOPIC = ("init", "elect", "bump")

@@ -70,10 +70,8 @@ def _to_offline(d: Draft, tp, replica, info: PartitionInfo, current) -> None:
         return
     else:
         if replica in li.isr:
-            shrink_isr(d, tp, replica)  # records a ("shrink", replica) intent
+            shrink_isr(d, tp, replica)
             info = d.info(tp)
-        else:
-            d.offlined.setdefault(tp, []).append(replica)  # see Draft._intents
         if tp.topic not in d.topics_to_delete:
             d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
     d.put(tp, info.with_replica_state(replica, OFFLINE))
