@@ -244,15 +244,12 @@ def decode_topic_assignment(
 
 
 def encode_partition_state(leader_isr: LeaderIsr) -> bytes:
-    return _dump(
-        {
-            "version": 1,
-            "leader": leader_isr.leader,
-            "leader_epoch": leader_isr.leader_epoch,
-            "controller_epoch": leader_isr.controller_epoch,
-            "isr": list(leader_isr.isr),
-        }
-    )
+    """The same bytes as `_dump` of the dict (Kafka's key order), written directly: a failover
+    encodes 10,000 of these, and json.dumps costs ten times more per call."""
+    li = leader_isr
+    return (f'{{"version":1,"leader":{int(li.leader)},"leader_epoch":{int(li.leader_epoch)},'
+            f'"controller_epoch":{int(li.controller_epoch)},"isr":[{",".join(map(str, map(int, li.isr)))}]}}'
+            ).encode("ascii")
 
 
 def decode_partition_state(

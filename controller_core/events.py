@@ -190,9 +190,12 @@ class StopReplicaResponded:
 
 @frozen
 class PartitionStatesWritten:
-    """The outcome of a `WritePartitionStates`: new znode versions of what landed, and for each
-    conflict the state znode's current content (None if missing). Emitted by the ZooKeeper
-    writer after it split, diagnosed and retried the batch."""
+    """The outcome of a `WritePartitionStates`: for each conflict the state znode's current
+    content (None if missing); every other write of the command landed. `versions` gives the new
+    znode version of a landed write only where it differs from the one the write predicted
+    (its `leader_isr.zk_version`); ZooKeeper's conditional writes make that list empty, and
+    older journals list every landed write. Emitted by the ZooKeeper writer after it split,
+    diagnosed and retried the batch."""
 
     at: int
     write_id: int

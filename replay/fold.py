@@ -376,12 +376,13 @@ def confirm(decision: dict, outcome: dict) -> tuple[list[dict], list[dict]]:
          allowed, before) in decision["entries"]:
         key = (topic, p)
         change = "+".join(":".join(str(x) for x in i) for i in intents) or None
-        if key in versions:
+        if key not in conflicts:  # landed: at the listed version, else at the predicted one
             outcome_kind = "landed"
             timeline.append({**base, "topic": topic, "partition": p, "leader": leader, "leader_epoch": lepoch,
-                             "isr": isr, "controller_epoch": cepoch, "zk_version": versions[key], "replicas": replicas,
-                             "adding": adding, "removing": removing, "kind": "write", "change": change})
-        elif key in conflicts:
+                             "isr": isr, "controller_epoch": cepoch, "zk_version": versions.get(key, zkv),
+                             "replicas": replicas, "adding": adding, "removing": removing, "kind": "write",
+                             "change": change})
+        else:
             outcome_kind = "conflict"
             fresh = conflicts[key]
             if fresh is not None:
@@ -389,8 +390,6 @@ def confirm(decision: dict, outcome: dict) -> tuple[list[dict], list[dict]]:
                                  "isr": fresh[2], "controller_epoch": fresh[3], "zk_version": fresh[4],
                                  "replicas": replicas, "adding": adding, "removing": removing, "kind": "conflict",
                                  "change": change})
-        else:
-            outcome_kind = "unconfirmed"
         row = _election(decision, topic, p, leader, lepoch, isr, intents, unclean, allowed, before, outcome_kind)
         if row is not None:
             row["time"] = outcome["time"]
