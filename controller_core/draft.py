@@ -332,8 +332,9 @@ class Draft:
     def _outbox(self) -> Outbox | None:
         if self.um_everyone:
             self.um_brokers.update(self.brokers.keys())
-        if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies):
-            return None
+        if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
+                or self.writes):
+            return None  # (a decision with writes always parks an outbox: its intents, for retries)
         return Outbox(
             leader_and_isr=tuple(
                 (b, tuple(per), frozenset(tp for tp, new in per.items() if new)) for b, per in self.lai.items()),

@@ -80,6 +80,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     # ... dead ones go Offline and leave the ISR
     offline_replicas.sort()
     R.move(d, [(tp, r) for tp, r in offline_replicas if not d.queued_for_deletion(tp.topic)], ReplicaState.OFFLINE)
+    _repair_half_done_reassignments(d)
     # 3. partition state machine: elect New and Offline partitions
     P.trigger_online_state_change(d)
     # 4. reassignments: the admin znode first, then those persisted in topic znodes
@@ -120,3 +121,23 @@ def _init_deletion(d: Draft, requested: frozenset[str]) -> None:
                 break
     d.topics_to_delete = queued
     d.topics_ineligible_for_deletion = frozenset(ineligible)
+
+
+def _repair_half_done_reassignments(d: Draft) -> None:
+    """A predecessor fenced in the middle of completing a reassignment can leave a state znode
+    whose leader or ISR members are no longer assigned (its topic-znode write landed, its
+    partition-state writes did not; they are separate ZooKeeper operations here, not one blocking
+    sequence as in Kafka). Kafka 2.4 would leave them until the leader shrinks its ISR; the new
+    controller finishes the job instead: the leader moves to an assigned in-sync replica (the
+    reassignment rule) and the unassigned replicas leave the ISR."""
+    for tp, info in sorted(d.partitions.items()):
+        li = info.leader_isr
+        replicas = info.assignment.replicas
+        if li is None or li.controller_epoch > d.epoch or d.queued_for_deletion(tp.topic) \
+                or all(r in replicas for r in li.isr):
+            continue
+        if li.leader != -1 and li.leader not in replicas and info.state is PartitionState.ONLINE:
+            P.to_online(d, (tp,), P.REASSIGN)
+        for r in li.isr:
+            if r not in replicas:
+                R.shrink_isr(d, tp, r)
