@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import logging
 import os
 import signal
 import sys
@@ -95,18 +93,11 @@ def _check_settings(settings: dict) -> None:
 
 
 def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        class JsonFormatter(logging.Formatter):
-            def format(self, record):
-                return json.dumps({"ts": round(record.created * 1000), "level": record.levelname,
-                                   "logger": record.name, "message": record.getMessage()})
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
+    """Every line to stderr as text or one JSON object (adapters/logformat.py); the node's
+    state-change log file follows the same format."""
+    from .logformat import configure
+
+    configure(fmt, level)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -123,6 +114,8 @@ def cmd_node(args) -> int:
 
     if args.broker_id < 0:
         raise UsageError(f"--broker-id must be a non-negative integer, got {args.broker_id}")
+    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+        raise UsageError(f"--metrics-port must be a port number 0-65535, got {args.metrics_port}")
     host, port = _host_port(args.listen)
     settings = _settings(args.config, args.set)
     _check_settings(settings)
@@ -166,11 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     _zookeeper(p)
     p.add_argument("--listen", default="127.0.0.1:0", help="control-channel address HOST:PORT (port 0: any free port)")
     p.add_argument("--rack", default=None)
-    p.add_argument("--journal-dir", default=None, help="where this node's controller journal goes")
-    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+    p.add_argument("--journal-dir", default=None,
+                   help="where this node's controller journal and its state-change.log go")
+    p.add_argument("--metrics-port", type=int, default=None,
+                   help="serve Prometheus metrics (Kafka's names) on this port, on the --listen host (0: any free port)")
     p.add_argument("--config", default=None, help="a properties file of Kafka-named settings")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
-    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="stderr and state-change.log lines as text or as one JSON object each")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(func=cmd_node)
 

@@ -15,10 +15,15 @@ from typing import Callable
 
 from controller_core import commands as C
 from controller_core import events as E
+from controller_core.machines import PartitionState
 from controller_core.state import ControllerState
 
+from . import statelog
+
 log = logging.getLogger("kctl.controller")
-state_change_log = logging.getLogger("kctl.state.change")
+
+_ONLINE = str(PartitionState.ONLINE)
+_ELECTED_FROM = (str(PartitionState.OFFLINE), str(PartitionState.ONLINE))
 
 _ZK_WRITES = (C.WriteTopicAssignment, C.DeleteTopic, C.DeleteTopicDeletionRequests,
               C.WriteReassignmentPlan, C.DeletePreferredElectionRequest)
@@ -77,10 +82,13 @@ class Replies:
 
 class Executor:
     """Routes commands. `zk` executes ZooKeeper writes (adapters/zkwriter.py), `senders` the
-    broker requests, `watches` the partition-state watches, `resign` the election's resignation."""
+    broker requests, `watches` the partition-state watches, `resign` the election's resignation.
+    `controller_id` and `event_seq` (the journal seq of the event being decided) label the
+    state-change log. The counters are read by the metrics (adapters/metrics.py)."""
 
     def __init__(self, *, zk, senders, replies: Replies, timers: Timers, watches, resign: Callable[[str], None],
-                 clock: Callable[[], int] = lambda: int(time.time() * 1000)):
+                 clock: Callable[[], int] = lambda: int(time.time() * 1000), controller_id: int = -1,
+                 event_seq: Callable[[], int | None] = lambda: None):
         self.zk = zk
         self.senders = senders
         self.replies = replies
@@ -88,9 +96,12 @@ class Executor:
         self.watches = watches
         self.resign = resign
         self.clock = clock
+        self.controller_id = controller_id
+        self.event_seq = event_seq
         self._brokers = None
         self.rejections = 0
         self.unclean_elections = 0
+        self.leader_elections = 0
 
     def execute(self, commands: tuple, state: ControllerState) -> None:
         if not state.active:
@@ -114,7 +125,7 @@ class Executor:
             elif kind in _ZK_WRITES:
                 self.zk.write(c, state.epoch_zk_version)
             elif kind is C.LogStateChanges:
-                self._log_state_changes(c, state.epoch)
+                self._log_state_changes(c, state)
             elif kind is C.RejectRequest:
                 self.rejections += 1
                 log.error("rejected %s: %s", c.kind, c.reason)
@@ -140,25 +151,12 @@ class Executor:
         """Writes in flight or broker requests not yet acknowledged."""
         return bool(self.zk.in_flight()) or any(self.senders.queue_sizes().values())
 
-    def _log_state_changes(self, c: C.LogStateChanges, epoch: int) -> None:
-        """Kafka's state-change log: one line per group at INFO (failures at ERROR), the
-        partitions listed at DEBUG, so a 10,000-partition failover writes a handful of lines."""
+    def _log_state_changes(self, c: C.LogStateChanges, state: ControllerState) -> None:
+        """Kafka's state-change log (adapters/statelog.py: one line per group listing every
+        partition, written off the loop), and the election counters: O(groups), not O(partitions)."""
         for e in c.entries:
-            what = "partition" if e.replica < 0 else f"replica {e.replica}"
-            if "unclean" in e.detail:
-                self.unclean_elections += len(e.partitions)
-            if e.ok:
-                state_change_log.info("[Controller epoch=%d] %s: %d %s(s) %s -> %s%s (%s)", epoch, c.cause,
-                                      len(e.partitions), what, e.from_state, e.to_state,
-                                      f" [{e.detail}]" if e.detail else "", _sample(e.partitions))
-            else:
-                state_change_log.error("[Controller epoch=%d] %s: %s change %s -> %s failed for %d partition(s): %s (%s)",
-                                       epoch, c.cause, what, e.from_state, e.to_state, len(e.partitions), e.detail,
-                                       _sample(e.partitions))
-            if state_change_log.isEnabledFor(logging.DEBUG):
-                state_change_log.debug("  partitions: %s", ", ".join(str(tp) for tp in e.partitions))
-
-
-def _sample(tps, n: int = 5) -> str:
-    shown = ", ".join(str(tp) for tp in tps[:n])
-    return shown + (f", … {len(tps) - n} more" if len(tps) > n else "")
+            if e.ok and e.replica < 0 and e.to_state == _ONLINE and e.from_state in _ELECTED_FROM:
+                self.leader_elections += len(e.partitions)
+                if "unclean" in e.detail:
+                    self.unclean_elections += len(e.partitions)
+        statelog.log_state_changes(c, state, self.controller_id, self.event_seq())

@@ -71,6 +71,12 @@ class ControllerLoop:
         self._gc_frozen_partitions = 0
         self._epoch_for_journal = 0
         self.observer = None  # callable(event, timing dict): benchmarks attribute time to phases
+        # more callables(event, timing dict) run after each event: the metrics and the decision
+        # log (adapters/metrics.py, decisionlog.py); they must stay O(commands), not O(partitions)
+        self.observers: list = []
+        # the event being decided, None between events: the ControllerState gauge reads it from
+        # the metrics server's thread (a plain reference, so reading it there is safe)
+        self.processing = None
         self._effects: collections.deque = collections.deque()  # (event_seq, epoch, at, commands)
         self._effects_ready = asyncio.Event()
         if journal is not None:
@@ -157,7 +163,9 @@ class ControllerLoop:
     def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0) -> tuple:
         """Decide and execute one event whose journal record (if any) is already durable."""
         t1 = time.perf_counter()
-        state, commands = step(self.state, event)
+        self.processing = event
+        before = self.state
+        state, commands = step(before, event)
         self.state = state
         self._epoch_for_journal = state.epoch
         t2 = time.perf_counter()
@@ -169,10 +177,16 @@ class ControllerLoop:
             self._effects_ready.set()
         queue_ms = max(((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0, 0.0)
         self.stats.add(type(event).__name__, queue_ms, journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
-        if self.observer is not None:
-            self.observer(event, {"enqueued": enqueued, "queue_ms": queue_ms, "journal_ms": journaled_s * 1000,
-                                  "step_ms": (t2 - t1) * 1000, "execute_ms": (t3 - t2) * 1000,
-                                  "done": time.perf_counter(), "commands": commands})
+        if self.observer is not None or self.observers:
+            timing = {"enqueued": enqueued, "queue_ms": queue_ms, "journal_ms": journaled_s * 1000,
+                      "step_ms": (t2 - t1) * 1000, "execute_ms": (t3 - t2) * 1000,
+                      "done": time.perf_counter(), "commands": commands,
+                      "before": before, "state": state, "seq": self.last_seq if self.journal is not None else None}
+            if self.observer is not None:
+                self.observer(event, timing)
+            for observe in self.observers:
+                observe(event, timing)
+        self.processing = None
         self._tune_gc(state)
         return commands
 

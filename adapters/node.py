@@ -33,10 +33,13 @@ from controller_core.state import ControllerConfig
 from . import requests as Q
 from . import zkdata, zkpaths
 from .channel import ControlClient, ControlServer
+from .decisionlog import DecisionLog
 from .executor import Executor, Replies, Timers
 from .journal import Journal
 from .loop import ControllerLoop
+from .metrics import NodeMetrics
 from .senders import Senders
+from .statelog import StateChangeFile
 from .watches import ControllerWatches
 from .zk import Create, NodeExists, NoNode, SetData, TransactionFailed, ZkError, ZkSession
 from .zkwriter import ZkWriter
@@ -113,11 +116,18 @@ class ClusterNode:
         self._tasks: set[asyncio.Task] = set()
         self._crash_event = asyncio.Event()
         self.crashed: BaseException | None = None
+        self.metrics: NodeMetrics | None = None  # with --metrics-port (adapters/metrics.py)
+        self.state_changes: StateChangeFile | None = None  # <journal-dir>/state-change.log
 
     # -- startup --------------------------------------------------------------------------------
 
     async def start(self) -> None:
         cfg = self.config
+        if cfg.metrics_port is not None:  # first: a taken port fails before anything is registered
+            self.metrics = NodeMetrics(self)
+            self.metrics.serve(cfg.host, cfg.metrics_port)
+        if cfg.journal_dir:
+            self.state_changes = StateChangeFile.in_directory(cfg.journal_dir, self.broker_id)
         session_ms = cfg.get("zookeeper.session.timeout.ms", 6000)
         acl = cfg.get("zookeeper.set.acl", False)
         auth = ("digest", cfg.zk_auth) if cfg.zk_auth else None
@@ -137,9 +147,13 @@ class ClusterNode:
                                on_ack=getattr(probe, "on_ack", None))
         self.watches = ControllerWatches(self.zk, self._put, now_ms)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
-                                 watches=self.watches, resign=self._resign_soon, clock=now_ms)
+                                 watches=self.watches, resign=self._resign_soon, clock=now_ms,
+                                 controller_id=self.broker_id, event_seq=self._event_seq)
         self.loop = ControllerLoop(cfg.controller_config(), self.executor, journal, clock=now_ms)
         self.loop.observer = getattr(probe, "on_event", None)
+        self.loop.observers.append(DecisionLog(self.broker_id, fenced=lambda: self.writer.fenced))
+        if self.metrics is not None:
+            self.loop.observers.append(self.metrics.stats)
         self.broker = self._make_broker()
         self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
         await self.server.start()
@@ -185,6 +199,11 @@ class ClusterNode:
         if self.crashed is not None:
             await self.close()
             raise self.crashed
+
+    def _event_seq(self) -> int | None:
+        """The journal seq of the event being decided (labels the state-change log)."""
+        loop = self.loop
+        return loop.last_seq if loop is not None and loop.journal is not None else None
 
     def _put(self, event) -> None:
         if self.loop is not None:
@@ -450,3 +469,11 @@ class ClusterNode:
             if clean:
                 self.loop.flush_effects()
             self.loop.journal.close()
+        # the metrics endpoint and the state-change writer are threads: stop them off the loop
+        await asyncio.to_thread(self._close_observability)
+
+    def _close_observability(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
+        if self.state_changes is not None:
+            self.state_changes.close()
