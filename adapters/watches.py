@@ -10,11 +10,18 @@ never lost and never seen twice out of order.
 Reads that a trigger needs (broker registrations, ISR change notifications) run in one serial
 task per watch that coalesces triggers, so a slow read never lets an older listing overtake a
 newer one.
+
+Bad input (anything an admin or a stray tool may have written) never stops a watch: each
+unreadable znode is logged once, as one ERROR line naming the path and what was wrong, and is
+then ignored (registrations, configs, notifications that are not notifications) or deleted
+after reading (ISR change notifications, as Kafka does). Admin requests are passed on with
+their parse problem and the core decides what to do with them.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import Callable
 
@@ -25,6 +32,21 @@ from . import zkdata, zkpaths
 from .zk import NoNode, ZkError
 
 log = logging.getLogger("kctl.watches")
+
+_BROKER_ID = re.compile(r"0|[1-9][0-9]{0,9}")
+"""A broker registration's name: the id in canonical decimal. `int()` alone would also take
+"-1", "007", " 7" or "1_0", and two names for one id, or a negative id (-1 means "no leader"
+to the core), must never reach the controller."""
+
+UNCLEAN_KEY = "unclean.leader.election.enable"
+
+
+def broker_id_of(name: str) -> int | None:
+    """The broker id a `/brokers/ids` child name stands for, or None if it is not one."""
+    if not _BROKER_ID.fullmatch(name):
+        return None
+    value = int(name)
+    return value if value <= zkdata.INT32_MAX else None
 
 
 class Serial:
@@ -53,12 +75,19 @@ class Serial:
                 await asyncio.sleep(0.2)
                 self.dirty = True
                 continue
+            except Exception as exc:  # noqa: BLE001 - a bug here must not silence the watch for good
+                # Retrying would fail the same way on the same data; the next change retries.
+                # Still resolve `first`, or a failover would wait forever for this watch.
+                log.error("refreshing %s failed: %r; waiting for the next change", self.name, exc,
+                          exc_info=exc)
             if not self.first.done():
                 self.first.set_result(None)
 
     def cancel(self) -> None:
         if self.task is not None:
             self.task.cancel()
+        if not self.first.done():
+            self.first.cancel()  # a failover still waiting for it stops (CancelledError)
 
 
 class ControllerWatches:
@@ -84,6 +113,9 @@ class ControllerWatches:
         self.deletions: frozenset[str] = frozenset()
         self.reassignment: E.ReassignmentRequested | None = None
         self.preferred: E.PreferredElectionRequested | None = None
+        # bad znodes already logged, by path: the znode's mzxid when logged (a listing is re-read
+        # on every change of any broker, and one bad registration must not log on each)
+        self._reported: dict[str, int] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -127,6 +159,9 @@ class ControllerWatches:
         for s in self.serials:
             s.cancel()
         self.watches, self.serials, self.topic_watches = [], [], {}
+        for future in self.topic_delivered.values():
+            if not future.done():
+                future.cancel()
         self.topic_delivered = {}
 
     # -- reassignment ISR watches (commands from the core) ----------------------------------------
@@ -168,18 +203,38 @@ class ControllerWatches:
         self.broker_names = names or []
         serial.poke()
 
+    def _report_once(self, path: str, mzxid: int, message: str, *args) -> None:
+        """Log one ERROR for a bad znode, again only once it has been changed."""
+        if self._reported.get(path) != mzxid:
+            self._reported[path] = mzxid
+            log.error(message, *args)
+
+    def _forget_reports(self, parent: str, names) -> None:
+        prefix = parent + "/"
+        present = {prefix + n for n in names}
+        for path in [p for p in self._reported if p.startswith(prefix) and p not in present]:
+            del self._reported[path]
+
     async def _read_brokers(self) -> None:
-        paths = [zkpaths.BROKERS_IDS + "/" + n for n in self.broker_names]
+        names = list(self.broker_names)
+        self._forget_reports(zkpaths.BROKERS_IDS, names)
+        paths = [zkpaths.BROKERS_IDS + "/" + n for n in names]
         values = await self.zk.get_many(paths)
         listing = []
-        for name, path in zip(self.broker_names, paths):
+        for name, path in zip(names, paths):
             value = values.get(path)
             if value is None:
                 continue  # gone since the listing: the next delivery says so
+            broker_id = broker_id_of(name)
+            if broker_id is None:
+                self._report_once(path, value[1].mzxid,
+                                  "ignoring %s/%r: not a broker registration (a broker id is a "
+                                  "non-negative 32-bit decimal without leading zeros)", zkpaths.BROKERS_IDS, name)
+                continue
             try:
-                listing.append(zkdata.decode_broker(int(name), value[0], value[1].czxid))
-            except (ValueError, zkdata.ZnodeFormatError) as exc:
-                log.error("ignoring unreadable broker registration %s: %s", path, exc)
+                listing.append(zkdata.decode_broker(broker_id, value[0], value[1].czxid))
+            except zkdata.ZnodeFormatError as exc:
+                self._report_once(path, value[1].mzxid, "ignoring unreadable broker registration %s: %s", path, exc)
         self.brokers = tuple(sorted(listing, key=lambda b: b.broker_id))
         if self.live:
             self.put_event(E.BrokersChanged(at=self.clock(), brokers=self.brokers))
@@ -224,11 +279,18 @@ class ControllerWatches:
         def on_config(value) -> None:
             config: tuple = ()
             if value is not None:
+                path = zkpaths.config_topic(topic)
                 try:
-                    config = tuple(sorted(zkdata.decode_topic_config(value[0]).items()))
+                    overrides = zkdata.decode_topic_config(value[0])
                 except zkdata.ZnodeFormatError as exc:
-                    log.error("ignoring unreadable config of topic %s: %s", topic, exc)
+                    log.error("ignoring unreadable config %s of topic %s: %s", path, topic, exc)
                     return
+                unclean = overrides.get(UNCLEAN_KEY)
+                if unclean is not None and unclean.strip().lower() not in ("true", "false"):
+                    # Kafka's LogConfig would refuse the whole config; the rest is still good
+                    log.error("ignoring %s=%r in %s: expected true or false", UNCLEAN_KEY, unclean, path)
+                    del overrides[UNCLEAN_KEY]
+                config = tuple(sorted(overrides.items()))
             self.configs[topic] = config
             if self.live:
                 self.put_event(E.TopicConfigsChanged(at=self.clock(), configs=((topic, config),)))
@@ -265,7 +327,14 @@ class ControllerWatches:
         return event
 
     def _on_isr(self, names, serial: Serial) -> None:
-        self.isr_names = [n for n in (names or []) if n.startswith(zkpaths.ISR_CHANGE_PREFIX)]
+        names = names or []
+        self._forget_reports(zkpaths.ISR_CHANGE_NOTIFICATION, names)
+        for n in names:
+            if not n.startswith(zkpaths.ISR_CHANGE_PREFIX):
+                self._report_once(f"{zkpaths.ISR_CHANGE_NOTIFICATION}/{n}", -1,
+                                  "ignoring %s/%s: not an ISR change notification (%s<sequence>); "
+                                  "leaving it in place", zkpaths.ISR_CHANGE_NOTIFICATION, n, zkpaths.ISR_CHANGE_PREFIX)
+        self.isr_names = [n for n in names if n.startswith(zkpaths.ISR_CHANGE_PREFIX)]
         serial.poke()
 
     async def _read_isr_notifications(self) -> None:
@@ -283,10 +352,21 @@ class ControllerWatches:
                 if value is None:
                     continue
                 try:
-                    tps.update(dict.fromkeys(zkdata.decode_isr_change_notification(value[0])))
+                    named = zkdata.decode_isr_change_notification(value[0])
                 except zkdata.ZnodeFormatError as exc:
                     log.error("ignoring unreadable ISR change notification %s: %s", path, exc)
-        states = await self._read_states(list(tps)) if tps else ()
+                    continue
+                bad = [tp for tp in named if not _addressable(tp)]
+                if bad:
+                    log.error("ignoring %d entr%s of ISR change notification %s that name no possible partition: %s",
+                              len(bad), "y" if len(bad) == 1 else "ies", path, ", ".join(map(repr, bad[:5])))
+                tps.update(dict.fromkeys(tp for tp in named if _addressable(tp)))
+        missing: list[TopicPartition] = []
+        states = await self._read_states(list(tps), missing) if tps else ()
+        if missing:
+            # can be a race with a deletion, so not an error
+            log.warning("ISR change notifications name %d partition(s) without a state znode, ignored: %s",
+                        len(missing), ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else ""))
         for path in paths:
             try:
                 await self.zk.delete(path)
@@ -295,7 +375,9 @@ class ControllerWatches:
         if states and self.live:
             self.put_event(E.PartitionStatesObserved(at=self.clock(), states=states, source="isr_change"))
 
-    async def _read_states(self, tps=None) -> tuple:
+    async def _read_states(self, tps=None, missing: list | None = None) -> tuple:
+        """(tp, LeaderIsr or None) for `tps` (default: every partition of the known topics);
+        partitions without a state znode are also appended to `missing`."""
         if tps is None:
             tps = [TopicPartition(t, p) for t, parts in sorted(self.topics.items()) if isinstance(parts, dict)
                    for p in sorted(parts)]
@@ -305,7 +387,10 @@ class ControllerWatches:
         for tp, path in zip(tps, paths):
             value = values.get(path)
             li = None
-            if value is not None:
+            if value is None:
+                if missing is not None:
+                    missing.append(tp)
+            else:
                 try:
                     li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
                 except zkdata.ZnodeFormatError as exc:
@@ -331,3 +416,12 @@ class ControllerWatches:
             reassignment=self.reassignment,
             preferred_election=self.preferred,
         )
+
+
+def _addressable(tp: TopicPartition) -> bool:
+    """Whether a partition named in admin data can have a state znode at all."""
+    try:
+        zkpaths.partition_state(tp.topic, tp.partition)
+    except ValueError:
+        return False
+    return True
