@@ -568,8 +568,9 @@ class BrokerSendQueue:
         """Requests not yet acknowledged, including the one in flight (Kafka's QueueSize metric)."""
         return len(self._items)
 
-    def put(self, api: str, body: Body, tag: Any = None) -> None:
-        """Queue a request. `body` is a dict (not to be mutated afterwards) or an EncodedBody."""
+    def put(self, api: str, body: Body | Callable[[], Body], tag: Any = None) -> None:
+        """Queue a request. `body` is a dict (not to be mutated afterwards), an EncodedBody, or a
+        function returning one, called once when the request reaches the head of the queue."""
         if self._stopped:
             logger.debug("control channel: broker %d queue is stopped, dropping %s", self.broker_id, api)
             return
@@ -645,6 +646,8 @@ class BrokerSendQueue:
 
     async def _deliver(self, item: _Item) -> dict | None:
         """Send `item` until it is acknowledged and return the response body (None: stopped)."""
+        if callable(item.body):  # a lazy body (adapters/senders.py): encoded when its turn comes
+            item.body = item.body()
         if not isinstance(item.body, EncodedBody):  # encode once, however many attempts it takes
             item.body = await encode_body_async(item.body, compress_threshold=self._compress_threshold)
         delay, ceiling = self._backoff

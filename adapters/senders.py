@@ -61,22 +61,34 @@ class Senders:
         return {b: q.qsize() for b, (_, q) in self.queues.items()}
 
     def send(self, commands) -> None:
-        memo: dict[int, str] = {}  # id(view) -> JSON text, shared by every request of this call
-        shared_um: dict[int, str] = {}
+        """Queue the requests of one decision. Bodies are encoded lazily, by each broker's queue
+        when the request reaches its head: the first LeaderAndIsr goes on the wire while the
+        next is still being encoded, instead of after all of them (a 10,000-partition failover
+        has a few MB to encode). The UpdateMetadata states shared by every broker are encoded
+        once, by the first queue that needs them."""
+        shared_um: dict[int, bytes] = {}
+        controller_id = self.controller_id
+
+        def lai(c):
+            return lambda: Q.leader_and_isr_encoded(c, controller_id)
+
+        def um(c):
+            def encode():
+                states = shared_um.get(id(c.partitions))
+                if states is None:
+                    states = shared_um[id(c.partitions)] = Q.states_json(c.partitions)
+                return Q.update_metadata_encoded(c, controller_id, states)
+            return encode
+
         for c in commands:
             entry = self.queues.get(c.broker_id)
             if entry is None:
                 continue  # the broker left between the decision and now
             queue = entry[1]
             if isinstance(c, C.SendLeaderAndIsr):
-                queue.put(Q.LEADER_AND_ISR, Q.leader_and_isr_encoded(c, self.controller_id, memo),
-                          (Q.LEADER_AND_ISR, len(c.partitions)))
+                queue.put(Q.LEADER_AND_ISR, lai(c), (Q.LEADER_AND_ISR, len(c.partitions)))
             elif isinstance(c, C.SendUpdateMetadata):
-                states = shared_um.get(id(c.partitions))
-                if states is None:
-                    states = shared_um[id(c.partitions)] = Q.states_json(c.partitions, memo)
-                queue.put(Q.UPDATE_METADATA, Q.update_metadata_encoded(c, self.controller_id, states),
-                          (Q.UPDATE_METADATA, len(c.partitions)))
+                queue.put(Q.UPDATE_METADATA, um(c), (Q.UPDATE_METADATA, len(c.partitions)))
             elif isinstance(c, C.SendStopReplica):
                 queue.put(Q.STOP_REPLICA, Q.stop_replica_body(c, self.controller_id),
                           (Q.STOP_REPLICA, c.delete, c.partitions))

@@ -722,6 +722,8 @@ class _Compiler:
         def build(count: int, indent: str) -> list[str]:
             args = ", ".join(f"a{k}" for k in range(count))
             if is_tuple:
+                # a NamedTuple is built whole: the defaulted fields that were not written too
+                args += "".join(f", {self.name(fields[k].default, '_default')}" for k in range(count, total))
                 return [f"{indent}return _tnew({cname}, ({args},))"]
             make = [f"{indent}try:", f"{indent}    r = {cname}({args})",
                     f"{indent}except (TypeError, ValueError) as exc:", f"{indent}    _build_failed({cname}, exc)"]

@@ -409,7 +409,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
             v = view(tp)
             if v is None:
                 continue
-            items.append(attrs.evolve(v, is_new=True) if tp in new_tps else v)
+            items.append(v._replace(is_new=True) if tp in new_tps else v)
         if items:
             commands.append(C.SendLeaderAndIsr(
                 broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,

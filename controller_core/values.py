@@ -106,11 +106,13 @@ class BrokerInfo:
     rack: str | None = None
 
 
-@attrs.frozen(slots=True)
-class PartitionView:
+class PartitionView(NamedTuple):
     """One partition as the controller sends it to brokers (LeaderAndIsr / UpdateMetadata).
 
     Kafka's `LeaderAndIsrPartitionState` / `UpdateMetadataPartitionState` carry the same fields.
+    A NamedTuple, like `TopicPartition`, because a failover builds 10,000 of them on the
+    controller and every broker decodes as many: a tuple is made in C, three times faster than
+    a frozen attrs instance. Change a field with `view._replace(...)`.
     """
 
     tp: TopicPartition
