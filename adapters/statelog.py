@@ -145,6 +145,22 @@ class _PassThroughQueueHandler(logging.handlers.QueueHandler):
         return record
 
 
+class _FormatOnce(logging.Formatter):
+    """`RotatingFileHandler` formats each record twice (once to decide whether to roll over);
+    a 10,000-partition line is worth rendering once, so the text is kept on the record."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+        self._key = f"_kctl_formatted_{id(self)}"
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.__dict__.get(self._key)
+        if text is None:
+            text = record.__dict__[self._key] = self.inner.format(record)
+        return text
+
+
 class StateChangeFile:
     """One node's state-change log file, written by a thread of its own."""
 
@@ -155,7 +171,7 @@ class StateChangeFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = logging.handlers.RotatingFileHandler(self.path, maxBytes=max_bytes, backupCount=backups,
                                                           encoding="utf-8")
-        self._file.setFormatter(logformat.formatter(fmt))
+        self._file.setFormatter(_FormatOnce(logformat.formatter(fmt)))
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._handler = _PassThroughQueueHandler(self._queue)
         self._handler.addFilter(self._mine)

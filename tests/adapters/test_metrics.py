@@ -131,6 +131,38 @@ def test_offline_and_imbalance_follow_kafkas_definitions():
     assert (counts.offline, counts.imbalance, counts.replicas_to_delete) == (0, 1, 1)
 
 
+def test_a_broker_change_is_timed_until_its_writes_land_and_is_the_state_while_they_are_in_flight():
+    from adapters.metrics import ControllerStats
+    from benchmarks.core_step import AT, cluster
+    from controller_core import commands as Cmd
+
+    state = cluster(200)
+    event = E.BrokersChanged(at=AT, brokers=tuple(state.brokers[b] for b in (2, 3, 4, 5)))
+    decided, commands = step(state, event)
+    write = next(c for c in commands if type(c) is Cmd.WritePartitionStates)
+    outcome = E.PartitionStatesWritten(at=AT, write_id=write.write_id,
+                                       versions=tuple((w.tp, w.leader_isr.zk_version) for w in write.writes))
+    released, released_commands = step(decided, outcome)
+    stats = ControllerStats()
+
+    def timing(before, after, cmds, done, enqueued):
+        return {"enqueued": enqueued, "queue_ms": 0.5, "journal_ms": 0.25, "step_ms": 10.0, "execute_ms": 0.0,
+                "done": done, "commands": cmds, "before": before, "state": after, "seq": None}
+
+    stats(event, timing(state, decided, commands, done=100.010, enqueued=99.0))
+    leader_election = stats.timers["BrokerChange"]
+    assert leader_election.count == 0  # not done until ZooKeeper has the new leaders
+    assert stats.state_while(None) == CONTROLLER_STATES["BrokerChange"]  # Kafka's thread would be in it
+    assert stats.state_while(outcome) == CONTROLLER_STATES["BrokerChange"]
+    stats(outcome, timing(decided, released, released_commands, done=100.310, enqueued=100.250))
+    assert stats.state_while(None) == 0
+    _, count, total = leader_election.snapshot()
+    assert count == 1 and total == pytest.approx(310.0)  # from the decision's start to its release
+    _, count, total = stats.zk_write_time.snapshot()
+    assert count == 1 and total == pytest.approx(240.0)  # issued at 100.010, outcome queued at 100.250
+    assert stats.partition_state_writes == 200
+
+
 # -- a real scrape ------------------------------------------------------------------------------------
 
 
