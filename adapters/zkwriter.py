@@ -25,6 +25,9 @@ from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
 
 log = logging.getLogger("kctl.zkwriter")
 
+ORDERED_ATTEMPTS = 5
+"""Tries of a topic or admin znode write whose multi-op failed because the tree changed."""
+
 
 class ZkWriter:
     def __init__(self, zk, put_event: Callable, *, clock: Callable[[], int] = lambda: int(time.time() * 1000),
@@ -148,25 +151,34 @@ class ZkWriter:
             command, epoch_zk_version = await self._ordered.get()
             if self.fenced:
                 continue
-            try:
-                ops = await self._ops(command)
-                if ops:
-                    await self.zk.multi(ops, epoch_zk_version=epoch_zk_version)
-            except Fenced as exc:
-                self._fence(f"{type(command).__name__} failed the controller epoch check: {exc}")
-            except (TransactionFailed, ZkError) as exc:
-                log.warning("%s failed: %s", type(command).__name__, exc)
-                self.put_event(E.ZnodeWriteFailed(at=self.clock(), what=_describe(command), reason=str(exc)))
+            for attempt in range(1, ORDERED_ATTEMPTS + 1):
+                try:
+                    ops = await self._ops(command)
+                    if ops:
+                        await self.zk.multi(ops, epoch_zk_version=epoch_zk_version)
+                except Fenced as exc:
+                    self._fence(f"{type(command).__name__} failed the controller epoch check: {exc}")
+                except (TransactionFailed, ZkError) as exc:
+                    # the ops are computed from what exists: a znode created or removed meanwhile
+                    # (a child under a deletion marker, a plan deleted by hand) is seen on retry
+                    if attempt < ORDERED_ATTEMPTS and not self.fenced:
+                        log.info("%s failed (%s); retrying", type(command).__name__, exc)
+                        await asyncio.sleep(0.05 * attempt)
+                        continue
+                    log.warning("%s failed: %s", type(command).__name__, exc)
+                    self.put_event(E.ZnodeWriteFailed(at=self.clock(), what=_describe(command), reason=str(exc)))
+                break
 
     async def _ops(self, c) -> list:
         if isinstance(c, C.WriteTopicAssignment):
             data = zkdata.encode_topic_assignment(dict(c.partitions))
             return [SetData(zkpaths.topic(c.topic), data, -1)]
         if isinstance(c, C.DeleteTopic):
-            ops = await self._delete_tree_ops(zkpaths.topic(c.topic))
-            for path in (zkpaths.config_topic(c.topic), zkpaths.delete_topic(c.topic)):
-                if await self.zk.exists(path) is not None:
-                    ops.append(Delete(path, -1))
+            # whole subtrees: anything created under the deletion marker or the config znode
+            # must not keep the topic alive (a multi-op cannot delete recursively)
+            ops = []
+            for path in (zkpaths.topic(c.topic), zkpaths.config_topic(c.topic), zkpaths.delete_topic(c.topic)):
+                ops.extend(await self._delete_tree_ops(path))
             return ops
         if isinstance(c, C.DeleteTopicDeletionRequests):
             ops = []
