@@ -53,8 +53,8 @@ class Decision(logformat.Structured):
         self.epoch = epoch
         self.event = event
         self.seq = seq
-        self.parts = parts
-        self.extra = fields
+        self.parts = tuple(parts)
+        self.extra = dict(fields)
 
     def __str__(self) -> str:
         seq = f" (seq {self.seq})" if self.seq is not None else ""

@@ -95,7 +95,6 @@ class MetricDef:
     help: str
     jmx: str | None = None
     labels: tuple[str, ...] = ()
-    unit: str = ""
 
 
 def _kafka(jmx: str, kind: str, help: str) -> MetricDef:
