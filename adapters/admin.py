@@ -30,7 +30,7 @@ from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, Top
 
 from . import requests as Q
 from . import zkdata, zkpaths
-from .zk import BadVersion, Create, NodeExists, NoNode, SetData, TransactionFailed, ZkSession
+from .zk import BadVersion, Create, NoAuth, NodeExists, NoNode, SetData, TransactionFailed, ZkSession
 
 __all__ = [
     "AdminError",
@@ -120,7 +120,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
         replicas = []
         for item in group.split(":"):
             item = item.strip()
-            if not re.fullmatch(r"-?[0-9]+", item) or len(item) > 11:
+            if not re.fullmatch(r"[0-9]{1,10}", item) or int(item) > 2**31 - 1:  # a Java Int, not negative
                 raise AdminError(f"--replica-assignment: {item!r} in partition {partition} ({group!r}) "
                                  "is not a broker id")
             replicas.append(int(item))
@@ -408,6 +408,8 @@ async def create_topic(
             if if_not_exists:
                 return None
             raise AdminError(f"Topic '{topic}' already exists.") from None
+        if isinstance(exc.first_failure[1], NoAuth):
+            raise  # the caller explains ACLs
         raise ToolFailure(f"creating topic {topic} failed: {exc}") from None
     return assignment
 

@@ -1,8 +1,9 @@
 """`kctl`: the one console script. Flags follow Kafka's own tools.
 
 Every command answers `--help`, exits 0 on success, and on bad input prints one line
-`error: ...` on stderr and exits 2 (no traceback). `--zookeeper` defaults to `$KCTL_ZOOKEEPER`,
-then 127.0.0.1:2181.
+`error: ...` on stderr and exits 2 (no traceback). A valid command that cannot be carried out
+(ZooKeeper unreachable, a damaged journal, a port in use) also prints one `error: ...` line and
+exits 1. `--zookeeper` defaults to `$KCTL_ZOOKEEPER`, then 127.0.0.1:2181.
 """
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
 
 class UsageError(Exception):
     """Bad input from the command line: one line, exit 2."""
+
+
+class CommandFailure(Exception):
+    """A valid command that could not be carried out: one line, exit 1."""
+
+
+INT32_MAX = 2**31 - 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,15 +51,18 @@ def _settings(config_file: str | None, sets: list[str] | None) -> dict:
     settings: dict[str, str] = {}
     if config_file:
         try:
-            lines = open(config_file, encoding="utf-8").read().splitlines()
+            with open(config_file, encoding="utf-8") as f:
+                lines = f.read().splitlines()
         except OSError as exc:
             raise UsageError(f"cannot read --config {config_file}: {exc.strerror}")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--config {config_file} is not UTF-8 text ({exc.reason} at byte {exc.start})")
         for n, line in enumerate(lines, 1):
             line = line.strip()
             if not line or line.startswith(("#", "!")):
                 continue
             key, sep, value = line.partition("=")
-            if not sep:
+            if not sep or not key.strip():
                 raise UsageError(f"{config_file}:{n}: expected key=value, got {line!r}")
             settings[key.strip()] = value.strip()
     for item in sets or ():
@@ -69,6 +80,7 @@ KNOWN_NODE_KEYS = {
     "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
     "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
     "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
+    "journal.retry.backoff.ms": int,
 }
 
 
@@ -79,10 +91,10 @@ def _check_settings(settings: dict) -> None:
             raise UsageError(f"unknown configuration key {key!r} (known: {', '.join(sorted(KNOWN_NODE_KEYS))})")
         if kind is int:
             try:
-                if int(value) < 0:
+                if not 0 <= int(value) <= INT32_MAX:
                     raise ValueError
             except ValueError:
-                raise UsageError(f"{key} must be a non-negative integer, got {value!r}")
+                raise UsageError(f"{key} must be a non-negative 32-bit integer, got {value!r}")
         elif kind is bool and str(value).lower() not in ("true", "false"):
             raise UsageError(f"{key} must be true or false, got {value!r}")
     roles = {r.strip() for r in settings.get("process.roles", "broker,controller").split(",")}
@@ -90,6 +102,28 @@ def _check_settings(settings: dict) -> None:
         raise UsageError(f"process.roles must be broker or broker,controller, got {settings['process.roles']!r}")
     if settings.get("journal.fsync", "batch") not in ("always", "batch", "never"):
         raise UsageError(f"journal.fsync must be always, batch or never, got {settings['journal.fsync']!r}")
+    if "control.secret" in settings and not settings["control.secret"]:
+        # an empty value would silently turn authentication off
+        raise UsageError("control.secret must not be empty (leave it out to run without a secret)")
+    if "zookeeper.auth" in settings:
+        check_zk_auth(settings["zookeeper.auth"], "zookeeper.auth")
+
+
+def check_zk_auth(value: str, what: str) -> str:
+    """Digest credentials `user:password` (what ZooKeeper's digest scheme takes)."""
+    user, sep, _ = value.partition(":")
+    if not sep or not user:
+        raise UsageError(f"{what} must be USER:PASSWORD (ZooKeeper digest credentials)")
+    return value
+
+
+def check_connect_string(connect: str) -> None:
+    from .zk import parse_connect_string
+
+    try:
+        parse_connect_string(connect)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
@@ -110,20 +144,31 @@ def cmd_zookeeper(args) -> int:
 
 
 def cmd_node(args) -> int:
+    from .journal import JournalError
     from .node import BrokerIdInUse, ClusterNode, NodeConfig
+    from .zk import ZkError
 
-    if args.broker_id < 0:
-        raise UsageError(f"--broker-id must be a non-negative integer, got {args.broker_id}")
+    if not 0 <= args.broker_id <= INT32_MAX:
+        raise UsageError(f"--broker-id must be a non-negative 32-bit integer, got {args.broker_id}")
+    if args.rack is not None and not args.rack.strip():
+        raise UsageError("--rack must not be empty")
     if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
         raise UsageError(f"--metrics-port must be a port number 0-65535, got {args.metrics_port}")
     host, port = _host_port(args.listen)
+    check_connect_string(args.zookeeper)
     settings = _settings(args.config, args.set)
     _check_settings(settings)
+    zk_auth = settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH") or None
+    if zk_auth is not None and "zookeeper.auth" not in settings:
+        check_zk_auth(zk_auth, "$KCTL_ZOOKEEPER_AUTH")
+    if settings.get("zookeeper.set.acl", "false").lower() == "true" and zk_auth is None:
+        raise UsageError("zookeeper.set.acl=true needs credentials: set zookeeper.auth=USER:PASSWORD "
+                         "(or $KCTL_ZOOKEEPER_AUTH)")
     secret = settings.get("control.secret") or os.environ.get("KCTL_CONTROL_SECRET")
     config = NodeConfig(broker_id=args.broker_id, zookeeper=args.zookeeper, host=host, port=port, rack=args.rack,
                         journal_dir=args.journal_dir, metrics_port=args.metrics_port, settings=settings,
                         secret=secret.encode() if secret else None,
-                        zk_auth=settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH"))
+                        zk_auth=zk_auth)
     configure_logging(args.log_format, args.log_level)
 
     async def main() -> int:
@@ -137,6 +182,12 @@ def cmd_node(args) -> int:
             await node.run_until_stopped(stop)
         except BrokerIdInUse as exc:
             raise UsageError(str(exc))
+        except JournalError as exc:
+            raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
+        except ZkError as exc:
+            raise CommandFailure(f"ZooKeeper at {args.zookeeper}: {exc}") from None
+        except OSError as exc:  # e.g. the --listen port is taken, the journal dir cannot be created
+            raise CommandFailure(f"{exc.strerror or exc}: {exc.filename or args.listen}") from None
         if terminated:
             await node.controlled_shutdown()
         await node.close()
@@ -193,15 +244,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
+            raise UsageError("a command is required (see kctl --help)")
         func: Callable = args.func
         return func(args)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except CommandFailure as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

@@ -8,6 +8,13 @@ ZooKeeper session and prints.
 Exit codes: 0 success; 2 bad input or a refused request, with one `error: ...` line on stderr
 and nothing written; 1 a valid request that could not be carried out (ZooKeeper or the
 controller unreachable, an election that failed).
+
+ZooKeeper credentials: `--zk-auth USER:PASSWORD` (default `$KCTL_ZOOKEEPER_AUTH`, the variable
+`kctl node` reads too) authenticates the tool's session with the digest scheme, and the znodes it
+creates then get Kafka's secure ACL (all rights for that principal, read for everyone), as Kafka's
+tools do whenever ZooKeeper security is configured. Against a cluster running with
+`zookeeper.set.acl=true` the tools need the cluster's credentials to write anything; without
+them ZooKeeper refuses the first write (NoAuth), nothing is written, and the tool says so.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ from typing import Awaitable, Callable
 from controller_core.values import TopicPartition
 
 from . import admin, zkdata
-from .zk import ZkError, ZkSession
+from .zk import NoAuth, TransactionFailed, ZkError, ZkSession
 
 ZK_CONNECT_TIMEOUT_S = 15.0
 _usage_error: type[Exception] | None = None
@@ -42,6 +49,7 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         "topics", help="create, alter, delete, describe and list topics (like kafka-topics.sh --zookeeper)",
         description="Create, alter, delete, describe and list topics, as kafka-topics.sh --zookeeper does.")
     _zookeeper(p)
+    _zk_auth(p)
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--create", action="store_true", help="create a new topic")
     actions.add_argument("--alter", action="store_true", help="add partitions to a topic, or change its configs")
@@ -72,6 +80,7 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         description="Generate, execute and verify partition reassignments, as kafka-reassign-partitions.sh "
                     "--zookeeper does.")
     _zookeeper(p)
+    _zk_auth(p)
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--generate", action="store_true", help="propose an assignment of the topics over --broker-list")
     actions.add_argument("--execute", action="store_true", help="start the reassignment in --reassignment-json-file")
@@ -89,6 +98,7 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         description="Ask the controller to elect leaders, as kafka-leader-election.sh does. The request goes to "
                     "the controller's control channel (shared secret from $KCTL_CONTROL_SECRET if set).")
     _zookeeper(p)
+    _zk_auth(p)
     p.add_argument("--election-type", required=True, type=str.upper, choices=("PREFERRED", "UNCLEAN"))
     p.add_argument("--topic", help="the topic of --partition")
     p.add_argument("--partition", type=int, help="the partition of --topic")
@@ -103,8 +113,15 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         description="The controller and its epoch, the live brokers, and the partition, offline, under-replicated "
                     "and preferred-replica-imbalance counts.")
     _zookeeper(p)
+    _zk_auth(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_cluster)
+
+
+def _zk_auth(parser) -> None:
+    parser.add_argument("--zk-auth", metavar="USER:PASSWORD", default=os.environ.get("KCTL_ZOOKEEPER_AUTH") or None,
+                        help="ZooKeeper digest credentials of the cluster (default: $KCTL_ZOOKEEPER_AUTH); the "
+                             "znodes written get Kafka's secure ACL (all for this user, read for everyone)")
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -119,17 +136,24 @@ def _bad(message: str) -> Exception:
     return (_usage_error or admin.AdminError)(_one_line(message))
 
 
-def _run(connect: str, work: Callable[[ZkSession], Awaitable[int]]) -> int:
-    """Connect, run `work`, close; turn admin failures into exit codes."""
+def _run(args, work: Callable[[ZkSession], Awaitable[int]]) -> int:
+    """Connect (with `--zk-auth`), run `work`, close; turn admin failures into exit codes."""
+    connect = args.zookeeper
     try:
         from .zk import parse_connect_string
         parse_connect_string(connect)
     except ValueError as exc:
         raise _bad(str(exc)) from None
+    auth = getattr(args, "zk_auth", None)
+    if auth is not None:
+        user, sep, _ = auth.partition(":")
+        if not sep or not user:
+            raise _bad("--zk-auth must be USER:PASSWORD (ZooKeeper digest credentials)")
 
     async def main() -> int:
         try:
-            zk = await ZkSession.connect(connect, timeout=ZK_CONNECT_TIMEOUT_S)
+            zk = await ZkSession.connect(connect, timeout=ZK_CONNECT_TIMEOUT_S,
+                                         auth=("digest", auth) if auth else None, acl_mode=auth is not None)
         except (ZkError, OSError) as exc:
             raise admin.ToolFailure(f"cannot connect to ZooKeeper at {connect}: {exc}") from None
         try:
@@ -144,6 +168,15 @@ def _run(connect: str, work: Callable[[ZkSession], Awaitable[int]]) -> int:
     except admin.ToolFailure as exc:
         _fail(str(exc))
         return 1
+    except (NoAuth, TransactionFailed) as exc:
+        refused = exc if isinstance(exc, NoAuth) else exc.first_failure[1]
+        if not isinstance(refused, NoAuth):
+            _fail(f"ZooKeeper: {exc}")
+            return 1
+        hint = ("these credentials may not write there" if auth else
+                "pass the cluster's credentials with --zk-auth USER:PASSWORD or $KCTL_ZOOKEEPER_AUTH")
+        raise _bad(f"ZooKeeper refused the write ({refused}): the cluster's znodes are protected by ACLs; "
+                   f"{hint}; nothing was written") from None
     except ZkError as exc:
         _fail(f"ZooKeeper: {exc}")
         return 1
@@ -226,7 +259,7 @@ def _topics_create(args) -> int:
             print(f"Created topic {topic}.")
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 def _topics_alter(args) -> int:
@@ -266,7 +299,7 @@ def _topics_alter(args) -> int:
                 print("Adding partitions succeeded!")
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 def _topics_delete(args) -> int:
@@ -283,7 +316,7 @@ def _topics_delete(args) -> int:
                 print("Note: This will have no impact if delete.topic.enable is not set to true.")
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 def _topics_describe(args) -> int:
@@ -297,7 +330,7 @@ def _topics_describe(args) -> int:
             print(line)
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 def _topics_list(args) -> int:
@@ -314,7 +347,7 @@ def _topics_list(args) -> int:
             print(f"{t} - marked for deletion" if marked else t)
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 # -- reassign-partitions -----------------------------------------------------------------------
@@ -357,7 +390,7 @@ def cmd_reassign_partitions(args) -> int:
             print(f"Proposed partition reassignment configuration\n{_reassignment_json(proposed)}")
             return 0
 
-        return _run(args.zookeeper, generate)
+        return _run(args, generate)
 
     _not_with(args, "execute" if args.execute else "verify", "topics-to-move-json-file", "broker-list",
               "disable-rack-aware")
@@ -370,7 +403,7 @@ def cmd_reassign_partitions(args) -> int:
             print("Successfully started reassignment of partitions.")
             return 0
 
-        return _run(args.zookeeper, execute)
+        return _run(args, execute)
 
     async def verify(zk) -> int:
         print("Status of partition reassignment: ")
@@ -383,7 +416,7 @@ def cmd_reassign_partitions(args) -> int:
                 print(f"Reassignment of partition {tp} failed")
         return 0
 
-    return _run(args.zookeeper, verify)
+    return _run(args, verify)
 
 
 # -- leader-election ---------------------------------------------------------------------------
@@ -435,7 +468,7 @@ def cmd_leader_election(args) -> int:
             raise admin.ToolFailure(f"{len(failed)} replica(s) could not be elected")
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 
 
 # -- cluster -----------------------------------------------------------------------------------
@@ -464,5 +497,5 @@ def cmd_cluster(args) -> int:
         print(json.dumps(summary, sort_keys=True) if args.json else format_summary(summary))
         return 0
 
-    return _run(args.zookeeper, work)
+    return _run(args, work)
 

@@ -307,7 +307,7 @@ class ControllerWatches:
             self.put_event(E.TopicDeletionsRequested(at=self.clock(), topics=self.deletions))
 
     def _on_reassignment(self, value) -> None:
-        self.reassignment = self._admin_request(value, E.ReassignmentRequested, zkdata.decode_reassignment)
+        self.reassignment = self._admin_request(value, E.ReassignmentRequested, _decode_reassignment_request)
 
     def _on_preferred(self, value) -> None:
         self.preferred = self._admin_request(value, E.PreferredElectionRequested,
@@ -425,3 +425,13 @@ def _addressable(tp: TopicPartition) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _decode_reassignment_request(data: bytes):
+    """A reassignment request that names no partition would never finish, so it would never be
+    deleted and every later `kctl reassign-partitions --execute` would find "an existing
+    assignment running" (Kafka 2.4 leaves it in place): it is malformed, and removed."""
+    plan = zkdata.decode_reassignment(data)
+    if not plan:
+        raise zkdata.ZnodeFormatError("reassignment request", "partitions is empty: there is nothing to reassign")
+    return plan

@@ -128,6 +128,7 @@ REASSIGNMENT_GARBAGE = [
     ("a list", b"[1,2,3]", "must be a JSON object"),
     ("unknown version", request(entry("t", 0, [2, 3]), version=2), "version 2 is not supported"),
     ("partitions not a list", b'{"version":1,"partitions":{"t":0}}', "partitions must be a list"),
+    ("no partitions", b'{"version":1,"partitions":[]}', "partitions is empty"),
     ("replicas of strings", request(entry("t", 0, ["2", "3"])), "must be a list of integers"),
     ("partition as text", request(entry("t", "0", [2, 3])), "partition must be an integer"),
     ("a boolean broker", request(entry("t", 0, [True, 3])), "must be a list of integers"),

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters import zkdata, zkpaths
-from adapters.cluster import partition_states, wait_for
+from adapters.cluster import wait_for
+from adapters.watches import _decode_reassignment_request, broker_id_of
 from adapters.zk import NodeExists
 from controller_core.values import ReplicaAssignment, TopicPartition
 
@@ -82,7 +83,10 @@ KINDS = {
     "topic": encoded(topic_assignments),
     "config": encoded(configs),
     "isr": encoded(admin_requests),
-    "broker": st.tuples(st.sampled_from(["4", "-1", "007", "x", "99999999999"]) | znode_names, encoded(registrations)),
+    # 44: a valid id that no generated reassignment names (a reassignment to a known broker that
+    # is offline waits for it, as Kafka's does, and would keep its znode)
+    "broker": st.tuples(st.sampled_from(["44", "-1", "007", "x", "99999999999"]) | znode_names,
+                        encoded(registrations)),
 }
 rounds = st.fixed_dictionaries(KINDS)
 """One example feeds one payload of every kind, so that every znode gets the same share."""
@@ -117,8 +121,14 @@ class Feeder:
         if kind in ("reassignment", "preferred"):
             path = zkpaths.REASSIGN_PARTITIONS if kind == "reassignment" else zkpaths.PREFERRED_REPLICA_ELECTION
             await admin.create(path, value)
-            await live.gone(path, timeout=20)  # deleted when malformed, done or rejected
-            decode = zkdata.decode_reassignment if kind == "reassignment" else zkdata.decode_preferred_replica_election
+            try:
+                await live.gone(path, timeout=20)  # deleted when malformed, done or rejected
+            except TimeoutError:
+                state = self.controller.loop.state
+                raise AssertionError(f"{path} kept: wrote {value!r}, now {(await admin.get(path))[0]!r}; "
+                                     f"reassigning {sorted(state.reassigning)}, brokers {sorted(state.brokers.keys())}, "
+                                     f"t-0 {state.partitions.get(TopicPartition('t', 0))}") from None
+            decode = _decode_reassignment_request if kind == "reassignment" else zkdata.decode_preferred_replica_election
             if _fails(decode, value):
                 await live.one_complaint(mark, f"malformed {path}")
         elif kind == "deletion":
@@ -148,15 +158,15 @@ class Feeder:
         elif kind == "broker":
             name, data = value
             path = f"{zkpaths.BROKERS_IDS}/{name}"
-            if name in ("1", "2", "3"):
-                return  # the live brokers' own registrations
+            if broker_id_of(name) is not None and name != "44":
+                return  # the live brokers' own registrations, or ids a reassignment could name
             try:
                 await admin.create(path, data)
             except NodeExists:
                 return
             try:
-                if name != "4" or _fails(lambda d: zkdata.decode_broker(4, d, 0), data):
-                    await live.one_complaint(mark, path if name == "4" else repr(name))
+                if name != "44" or _fails(lambda d: zkdata.decode_broker(44, d, 0), data):
+                    await live.one_complaint(mark, path if name == "44" else repr(name))
                     assert set(self.controller.loop.state.brokers.keys()) == {1, 2, 3}
             finally:
                 await admin.delete(path)
