@@ -181,12 +181,16 @@ def cmd_node(args) -> int:
         try:
             await node.run_until_stopped(stop)
         except BrokerIdInUse as exc:
+            await _release(node)
             raise UsageError(str(exc))
         except JournalError as exc:
+            await _release(node)
             raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
         except ZkError as exc:
+            await _release(node)
             raise CommandFailure(f"ZooKeeper at {args.zookeeper}: {exc}") from None
         except OSError as exc:  # e.g. the --listen port is taken, the journal dir cannot be created
+            await _release(node)
             raise CommandFailure(f"{exc.strerror or exc}: {exc.filename or args.listen}") from None
         if terminated:
             await node.controlled_shutdown()
@@ -194,6 +198,16 @@ def cmd_node(args) -> int:
         return 0
 
     return asyncio.run(main())
+
+
+async def _release(node) -> None:
+    """A node that failed to start: end its ZooKeeper session now (its registration, if any, goes
+    at once instead of after the session timeout)."""
+    if node.zk is not None:
+        try:
+            await node.zk.close()
+        except Exception:  # noqa: BLE001 - exiting anyway, with the start failure as the message
+            pass
 
 
 def build_parser() -> argparse.ArgumentParser:

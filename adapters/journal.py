@@ -48,7 +48,8 @@ Any OSError while writing or fsyncing (ENOSPC, EFBIG, EIO, ...) raises `JournalW
 naming the file. The journal then refuses every further append and sync, so a later record can
 never land after a lost one; what was already synced stays intact (partial bytes of the failed
 write are truncated away when possible, and otherwise by the next `open`, as a torn tail).
-Reopen the directory to continue.
+Reopen the directory to continue (`reopen()`, after `probe_writable()` says there is room
+again).
 
 On open, the last segment is verified. A torn last line (no trailing newline, or the very last
 line failing its checksum or JSON) is truncated and reported in `recovery_notes` and the log; a
@@ -86,6 +87,7 @@ __all__ = [
     "JournalCorruption",
     "JournalWriteError",
     "encode_record",
+    "probe_writable",
     "FSYNC_POLICIES",
 ]
 
@@ -95,6 +97,8 @@ FSYNC_POLICIES = ("always", "batch", "never")
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 _BUFFER_LIMIT = 256 * 1024
 _LOCK_NAME = ".lock"
+_PROBE_NAME = ".probe"
+DEFAULT_PROBE_BYTES = 1024 * 1024
 
 SnapshotProvider = Callable[[], "tuple[int, dict] | tuple[int, dict, int]"]
 
@@ -155,6 +159,33 @@ def _describe(exc: OSError) -> str:
     return f"{exc.strerror or exc} ({name})"
 
 
+def probe_writable(directory: str | os.PathLike, size: int = DEFAULT_PROBE_BYTES) -> None:
+    """Check that `size` bytes can be written and fsynced in `directory` now: write a hidden
+    scratch file (readers skip names starting with "."), fsync it, remove it.
+
+    Raises `JournalWriteError` naming the directory and the OS error (a full disk, a file size
+    limit, a read-only remount ...). Used to decide when a journal that failed may be reopened,
+    without putting anything into the journal itself."""
+    path = Path(directory) / _PROBE_NAME
+    block = b"\0" * min(size, 64 * 1024)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            written = 0
+            while written < size:
+                written += os.write(fd, block[: size - written])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    except OSError as exc:
+        raise JournalWriteError(f"journal directory {directory} is not writable: {_describe(exc)}",
+                                path, exc.errno) from exc
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -202,6 +233,25 @@ class Journal:
             self._gz.shutdown(wait=True)
             raise
         return self
+
+    def reopen(self) -> "Journal":
+        """Close this journal (quietly, if it has failed) and open its directory again with the
+        same settings and snapshot provider. The torn tail a failed write may have left is
+        truncated by the open, and the next append starts a new segment."""
+        try:
+            self.close()
+        except JournalError:
+            pass  # already reported when it happened
+        journal = Journal.open(self._dir, self._controller_id, fsync=self._policy,
+                               segment_bytes=self._segment_bytes, compress_closed=self._compress,
+                               snapshot_provider=self.snapshot_provider)
+        journal.roll()  # a segment at a file size limit cannot take more
+        return journal
+
+    @property
+    def failure(self) -> "JournalWriteError | None":
+        """The write or fsync failure that made this journal refuse appends (None: usable)."""
+        return self._failure or self._bg_failure
 
     def _init(self, directory, controller_id, fsync, segment_bytes, compress_closed, provider):
         directory.mkdir(parents=True, exist_ok=True)

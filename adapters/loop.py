@@ -11,6 +11,16 @@ once the controller is quiet (nothing queued, no write in flight, every broker r
 acknowledged) and may land in the journal a few records after their event.
 
 Nothing else changes controller state, so there are no locks.
+
+When the journal cannot be written (a full disk, a file size limit, an I/O error), the events
+of the batch that could not be made durable are not acted on: the write-ahead rule. The loop
+logs one ERROR line, resigns (a `ControllerResigned` run through `step()` without a journal
+record: the core only forgets its state and answers waiting requests "not controller", no
+decision is taken), and tells the node (`on_journal_failure`), which gives up `/controller` and
+stops competing. Until `reopen_journal()` succeeds, requests that arrive are answered "not
+controller" the same way and every other event is dropped. The broker side of the node is not
+affected. A replay sees the journal end at its last durable record; the next term starts a new
+segment with a snapshot head.
 """
 from __future__ import annotations
 
@@ -25,6 +35,8 @@ from controller_core import codec
 from controller_core import events as E
 from controller_core.state import ControllerConfig, ControllerState, initial_state
 from controller_core.step import step
+
+from .journal import JournalError, JournalWriteError, probe_writable
 
 log = logging.getLogger("kctl.controller")
 
@@ -79,6 +91,9 @@ class ControllerLoop:
         self.processing = None
         self._effects: collections.deque = collections.deque()  # (event_seq, epoch, at, commands)
         self._effects_ready = asyncio.Event()
+        self.journal_failure: JournalError | None = None  # set while the journal is unusable
+        self.on_journal_failure = None  # callable(error): the node resigns and stops competing
+        self.dropped_events = 0  # events not acted on because the journal was unusable
         if journal is not None:
             journal.snapshot_provider = self._snapshot
 
@@ -138,22 +153,109 @@ class ControllerLoop:
             for event, enqueued in batch:
                 self.process(event, enqueued)
             return
+        if self.journal_failure is not None:
+            self._without_journal(batch)
+            return
         per_event = journal.policy == "always"
         appended = []
-        for event, enqueued in batch:
-            t0 = time.perf_counter()
-            seq = journal.append("event", codec.encode_event(event), controller_epoch=self._journal_epoch(event),
-                                 at=event.at)
-            if per_event:
+        try:
+            for event, enqueued in batch:
+                t0 = time.perf_counter()
+                seq = journal.append("event", codec.encode_event(event),
+                                     controller_epoch=self._journal_epoch(event), at=event.at)
+                if per_event:
+                    await journal.sync()
+                appended.append((event, enqueued, seq, time.perf_counter() - t0))
+            t_sync = time.perf_counter()
+            if not per_event:
                 await journal.sync()
-            appended.append((event, enqueued, seq, time.perf_counter() - t0))
-        t_sync = time.perf_counter()
-        if not per_event:
-            await journal.sync()
+        except JournalWriteError as exc:
+            # nothing of this batch was acted on (under "always" the events synced before the
+            # failure were not either: acting on fewer events than are durable is safe)
+            self._journal_failed(exc)
+            self._without_journal(batch)
+            return
         sync_share = (time.perf_counter() - t_sync) / len(batch)
         for event, enqueued, seq, journal_s in appended:
             self.last_seq = seq
             self.process(event, enqueued, journaled_s=journal_s + sync_share)
+
+    # -- an unusable journal ------------------------------------------------------------------
+
+    def _journal_failed(self, exc: JournalError) -> None:
+        if self.journal_failure is not None:
+            return
+        self.journal_failure = exc
+        self._effects.clear()  # their events' records may not be durable; the digests can wait
+        log.error("controller journal failed, resigning and not competing until it can be written again "
+                  "(events not yet durable were not acted on): %s", exc)
+        if self.state.active:
+            self._apply_unjournaled(E.ControllerResigned(at=self.clock(), reason=f"journal unusable: {exc}"))
+        if self.on_journal_failure is not None:
+            self.on_journal_failure(exc)
+
+    _ANSWERED_WITHOUT_JOURNAL = (E.ControlledShutdownRequested, E.LeaderElectionRequested)
+
+    def _without_journal(self, batch: list) -> None:
+        """Answer requests "not controller" (the core does that for an inactive state, without
+        deciding anything); drop the rest."""
+        for event, _ in batch:
+            if isinstance(event, self._ANSWERED_WITHOUT_JOURNAL) and not self.state.active:
+                self._apply_unjournaled(event)
+            else:
+                self.dropped_events += 1
+                log.debug("journal unusable: dropping %s", type(event).__name__)
+
+    def _apply_unjournaled(self, event) -> None:
+        state, commands = step(self.state, event)
+        self.state = state
+        if commands and self.executor is not None:
+            self.executor.execute(commands, state)
+
+    def roll_journal(self) -> bool:
+        """Start a new segment at the next append (a new term). False if the journal is unusable
+        (then the failure has been handled as for a failed append)."""
+        if self.journal is None:
+            return True
+        if self.journal_failure is not None:
+            return False
+        try:
+            self.journal.roll()
+        except JournalWriteError as exc:
+            self._journal_failed(exc)
+            return False
+        return True
+
+    def reopen_journal(self, probe_bytes: int | None = None) -> bool:
+        """After a failure: if the journal's directory takes `probe_bytes` again, reopen the
+        journal (a new segment follows) and accept events again. True on success."""
+        if self.journal_failure is None:
+            return True
+        try:
+            probe_writable(self.journal.directory, *(() if probe_bytes is None else (probe_bytes,)))
+            journal = self.journal.reopen()
+        except (OSError, JournalError) as exc:
+            log.debug("journal still unusable: %s", exc)
+            return False
+        journal.snapshot_provider = self._snapshot
+        self.journal = journal
+        self.journal_failure = None
+        log.info("controller journal %s is writable again (records up to seq %d)", journal.directory,
+                 journal.last_seq)
+        return True
+
+    def close_journal(self, flush: bool = True) -> None:
+        """Write the pending effects (`flush`) and close the journal; a failure of the journal
+        is logged, not raised: closing must finish whatever the disk does."""
+        if self.journal is None:
+            return
+        if flush:
+            self.flush_effects()
+        try:
+            self.journal.close()
+        except JournalError as exc:
+            if self.journal_failure is None:
+                log.error("closing the controller journal failed: %s", exc)
 
     def _journal_epoch(self, event) -> int:
         if isinstance(event, E.ControllerElected):
@@ -211,8 +313,14 @@ class ControllerLoop:
             self._append_effects(*self._effects.popleft())
 
     def _append_effects(self, seq, epoch, at, commands) -> None:
-        self.journal.append("effects", {"event_seq": seq, "count": len(commands), "digest": codec.digest(commands)},
-                            controller_epoch=epoch, at=at)
+        if self.journal_failure is not None:
+            return
+        try:
+            self.journal.append("effects", {"event_seq": seq, "count": len(commands),
+                                            "digest": codec.digest(commands)},
+                                controller_epoch=epoch, at=at)
+        except JournalWriteError as exc:
+            self._journal_failed(exc)
 
     def _snapshot(self):
         return self.state.epoch, {"state": codec.encode_state(self.state)}

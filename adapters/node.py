@@ -14,6 +14,11 @@ What runs inside one `kctl node` process, in one task group:
 
 Session loss is Kafka's expiry: resign, re-register, compete again. aiozk re-creates a session
 silently, so `ZkSession.on_session_change` is what tells us.
+
+A journal that cannot be written (full disk, file size limit, I/O error) ends the term: the
+loop resigns without acting on what is not durable, the node deletes its `/controller` so that
+another node takes over, and it does not compete again until a probe write in the journal
+directory succeeds (every `journal.retry.backoff.ms`); the broker keeps serving throughout.
 """
 from __future__ import annotations
 
@@ -154,6 +159,7 @@ class ClusterNode:
         self.loop.observers.append(DecisionLog(self.broker_id, fenced=lambda: self.writer.fenced))
         if self.metrics is not None:
             self.loop.observers.append(self.metrics.stats)
+        self.loop.on_journal_failure = self._on_journal_failure
         self.broker = self._make_broker()
         self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
         await self.server.start()
@@ -259,8 +265,11 @@ class ClusterNode:
         if hasattr(self.broker, "set_broker_epoch"):
             self.broker.set_broker_epoch(stat.czxid)
         if session_file is not None:
-            session_file.parent.mkdir(parents=True, exist_ok=True)
-            session_file.write_text(json.dumps({"session_id": self.zk.session_id}))
+            try:
+                session_file.parent.mkdir(parents=True, exist_ok=True)
+                session_file.write_text(json.dumps({"session_id": self.zk.session_id}))
+            except OSError as exc:  # e.g. the journal's disk is full: only a restart's convenience is lost
+                log.warning("cannot remember the ZooKeeper session in %s: %s", session_file, exc)
         self._previous_sessions = previous | {self.zk.session_id}
         self.registered.set()
         log.info("registered broker %d at %s:%d (broker epoch %d)", self.broker_id, cfg.host, self.port, stat.czxid)
@@ -283,6 +292,8 @@ class ClusterNode:
     async def _compete(self) -> None:
         if self.active or self._electing or self._stopping or not self.config.controller_eligible:
             return
+        if self.loop.journal_failure is not None:
+            return  # an unusable journal: the recovery task competes once it is writable again
         self._electing = True
         try:
             await self.registered.wait()
@@ -319,9 +330,8 @@ class ClusterNode:
         self.term += 1
         term = self.term
         self.writer.reset()
-        journal = self.loop.journal
-        if journal is not None:
-            journal.roll()  # a new term starts a segment whose head snapshot is the new state
+        if not self.loop.roll_journal():  # a new term starts a segment whose head snapshot is the new state
+            return  # the journal is unusable: the loop's failure handler has resigned
 
         def elected(snapshot) -> None:
             if self.active and self.term == term:
@@ -355,6 +365,23 @@ class ClusterNode:
                 await self.zk.delete(zkpaths.CONTROLLER, stat.version)
         except (NoNode, ZkError, zkdata.ZnodeFormatError):
             pass
+
+    def _on_journal_failure(self, exc) -> None:
+        """The loop could not write its journal (it has logged the error and resigned)."""
+        if self._stopping:
+            return
+        if self.active:
+            self._resign_soon(f"journal unusable: {exc}")
+        self._spawn(self._recover_journal(), "journal-recovery")
+
+    async def _recover_journal(self) -> None:
+        backoff = self.config.get("journal.retry.backoff.ms", 5000) / 1000
+        while not self._stopping:
+            await asyncio.sleep(backoff)
+            if self.loop.reopen_journal():
+                log.info("broker %d competes for the controller again", self.broker_id)
+                await self._compete()
+                return
 
     def _on_session_change(self, event) -> None:
         log.warning("ZooKeeper session change: %s (0x%x -> 0x%x)", event.kind,
@@ -465,10 +492,7 @@ class ClusterNode:
             result = self.broker.close()
             if asyncio.iscoroutine(result):
                 await result
-        if self.loop.journal is not None:
-            if clean:
-                self.loop.flush_effects()
-            self.loop.journal.close()
+        self.loop.close_journal(flush=clean)
         # the metrics endpoint and the state-change writer are threads: stop them off the loop
         await asyncio.to_thread(self._close_observability)
 
