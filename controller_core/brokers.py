@@ -98,8 +98,9 @@ def on_broker_failure(d: Draft, dead: frozenset[int]) -> None:
             waiting.append(tp)
     leaderless.sort()
     offline_replicas.sort()
-    P.to_offline(d, leaderless)
-    P.to_online(d, sorted(leaderless + waiting), P.OFFLINE)
+    P.offline_then_elect(d, leaderless)
+    waiting.sort()
+    P.to_online(d, waiting, P.OFFLINE)
     R.move(d, offline_replicas, ReplicaState.OFFLINE)
     if for_deletion:
         for_deletion.sort()

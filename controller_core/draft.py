@@ -92,6 +92,9 @@ class Draft:
         self.next_write_id = state.next_write_id
         self.deferred = state.deferred
         self._live = None
+        # election results by (rule, replicas, ISR), valid while the live brokers do not change:
+        # a failover elects thousands of partitions with a handful of distinct shapes
+        self.elections: dict[tuple, tuple | None] = {}
         # the request batch
         self.writes: dict[TopicPartition, C.PartitionWrite] = {}
         self.intents: dict[TopicPartition, tuple] = {}
@@ -161,10 +164,12 @@ class Draft:
     def set_brokers(self, brokers) -> None:
         self.brokers = brokers
         self._live = None
+        self.elections.clear()
 
     def set_shutting_down(self, ids: frozenset[int]) -> None:
         self.shutting_down = ids
         self._live = None
+        self.elections.clear()
 
     def record(self, from_state, to_state, tp: TopicPartition, replica: int = -1, ok: bool = True, detail: str = "") -> None:
         """Add one entry to the state-change log (grouped by transition in `finish`)."""
@@ -232,18 +237,45 @@ class Draft:
         self.put(tp, PartitionInfo(info.assignment, stored, state if state is not None else info.state,
                                    info.replica_states))
 
+    def write_change(self, tp: TopicPartition, info: PartitionInfo, leader: int, isr: tuple[int, ...], intent: tuple,
+                     state: PartitionState | None = None) -> None:
+        """`write_leader_isr` of Kafka's `newLeaderAndIsr` on the partition's current state (the
+        leader epoch bumped by one, this controller's epoch), building the value only once:
+        a failover makes 10,000 of these."""
+        li = info.leader_isr
+        first = self.writes.get(tp)
+        if first is None:
+            expected = li.zk_version
+            self.intents[tp] = (intent,)
+        else:
+            expected = first.expected_version
+            self.intents[tp] = self.intents[tp] + (intent,)
+        stored = LeaderIsr(leader, li.leader_epoch + 1, isr, self.epoch,
+                           0 if expected == NO_ZK_VERSION else expected + 1)
+        self.writes[tp] = C.PartitionWrite(tp, stored, expected)
+        self.put(tp, PartitionInfo(info.assignment, stored, state if state is not None else info.state,
+                                   info.replica_states))
+
     # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
 
     def send_leader_and_isr(self, brokers: Iterable[int], tp: TopicPartition, is_new: bool = False) -> None:
         """LeaderAndIsr for `tp` to `brokers`, plus UpdateMetadata of `tp` to every broker,
         as Kafka's addLeaderAndIsrRequestForBrokers does."""
         lai = self.lai
-        for b in brokers:
-            per = lai.get(b)
-            if per is None:
-                lai[b] = {tp: is_new}
-            elif is_new or tp not in per:
-                per[tp] = is_new or per.get(tp, False)
+        if is_new:
+            for b in brokers:
+                per = lai.get(b)
+                if per is None:
+                    lai[b] = {tp: True}
+                else:
+                    per[tp] = True
+        else:
+            for b in brokers:
+                per = lai.get(b)
+                if per is None:
+                    lai[b] = {tp: False}
+                elif tp not in per:
+                    per[tp] = False
         self.um_everyone = True
         if not self.um_all:
             self.um_tps[tp] = None
@@ -266,7 +298,11 @@ class Draft:
             self.um_tps.update(dict.fromkeys(tps))
 
     def send_stop_replica(self, broker: int, tp: TopicPartition, delete: bool) -> None:
-        self.stop.setdefault((broker, delete), {})[tp] = None
+        key = (broker, delete)
+        tps = self.stop.get(key)
+        if tps is None:
+            tps = self.stop[key] = {}
+        tps[tp] = None
 
     # -- finishing ------------------------------------------------------------------------------
 

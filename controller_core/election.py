@@ -19,7 +19,7 @@ def offline(
     ISR becomes just that leader."""
     for replica in assignment:
         if replica in live and replica in isr:
-            return replica, tuple(r for r in isr if r in live), False
+            return replica, tuple([r for r in isr if r in live]), False
     if unclean_allowed:
         for replica in assignment:
             if replica in live:

@@ -128,7 +128,7 @@ def _reapply(d: Draft, tp, intent) -> None:
         if not d.queued_for_deletion(tp.topic):
             d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
     elif kind == "bump":
-        d.write_leader_isr(tp, li.with_leader(li.leader, li.isr, d.epoch), ("bump",), info)
+        d.write_change(tp, info, li.leader, li.isr, ("bump",))
         d.send_leader_and_isr(info.assignment.replicas, tp)
     else:
         raise ValueError(f"unknown write intent {intent!r}")

@@ -12,6 +12,7 @@ from typing import Iterable
 from . import election
 from .draft import Draft
 from .machines import PartitionState
+from .state import PartitionInfo
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION, LeaderIsr, TopicPartition
 
 OFFLINE = "offline"
@@ -30,16 +31,17 @@ def to_online(d: Draft, tps: Iterable[TopicPartition], strategy: str = OFFLINE) 
 
     Returns each partition's error (None on success)."""
     results: dict[TopicPartition, str | None] = {}
+    info_of = d.info
     for tp in tps:
-        info = d.info(tp)
+        info = info_of(tp)
         current = info.state if info is not None else P.NON_EXISTENT
-        if current is not ONLINE and current is not OFFLINE_STATE and current is not NEW:
-            d.record(current, ONLINE, tp, ok=False, detail="illegal transition")
-            results[tp] = "illegal state transition"
+        if current is ONLINE or current is OFFLINE_STATE:
+            results[tp] = elect(d, tp, strategy, info)
         elif current is NEW:
             results[tp] = initialize(d, tp)
         else:
-            results[tp] = elect(d, tp, strategy)
+            d.record(current, ONLINE, tp, ok=False, detail="illegal transition")
+            results[tp] = "illegal state transition"
     return results
 
 
@@ -60,7 +62,7 @@ def initialize(d: Draft, tp: TopicPartition) -> str | None:
 
 
 def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
-    """Run one election strategy for `tp` on the draft: `(new LeaderIsr, recipients, unclean)`,
+    """Run one election strategy for `tp` on the draft: `(leader, new ISR, recipients, unclean)`,
     or an error string. Shared by first decisions and by retries after a version conflict."""
     if info is None:
         info = d.info(tp)
@@ -72,11 +74,15 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
                 f"{li.controller_epoch}, newer than ours ({d.epoch})")
     replicas = info.assignment.replicas
     if strategy == OFFLINE or strategy == OFFLINE_UNCLEAN:
-        live = d.live
-        result = election.offline(replicas, li.isr, live, False)
+        key = (replicas, li.isr)
+        memo = d.elections.get(key)
+        if memo is None:
+            live = d.live
+            memo = d.elections[key] = (election.offline(replicas, li.isr, live, False),
+                                       [r for r in replicas if r in live])
+        result, recipients = memo
         if result is None and (strategy == OFFLINE_UNCLEAN or d.unclean_allowed(tp.topic)):
-            result = election.offline(replicas, li.isr, live, True)
-        recipients = [r for r in replicas if r in live]
+            result = election.offline(replicas, li.isr, d.live, True)
     elif strategy == REASSIGN:
         live = d.live
         target = info.assignment.target_replicas
@@ -95,22 +101,52 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
     if result is None:
         return f"no eligible leader under the {strategy} strategy (isr {list(li.isr)})"
     leader, isr, unclean = result
-    return li.with_leader(leader, isr, d.epoch), recipients, unclean
+    return leader, isr, recipients, unclean
 
 
-def elect(d: Draft, tp: TopicPartition, strategy: str) -> str | None:
+_UNCLEAN = "unclean leader election"
+
+
+def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
     """Online/Offline -> Online through an election; on failure the state is left alone."""
-    info = d.info(tp)
+    if info is None:
+        info = d.info(tp)
     current = info.state
     chosen = choose(d, tp, strategy, info)
-    if isinstance(chosen, str):
+    if chosen.__class__ is str:
         d.record(current, ONLINE, tp, ok=False, detail=chosen)
         return chosen
-    new, recipients, unclean = chosen
-    d.record(current, ONLINE, tp, detail="unclean leader election" if unclean else "")
-    d.write_leader_isr(tp, new, ("elect", strategy), info, ONLINE)
+    leader, isr, recipients, unclean = chosen
+    d.record(current, ONLINE, tp, detail=_UNCLEAN if unclean else "")
+    d.write_change(tp, info, leader, isr, ("elect", strategy), ONLINE)
     d.send_leader_and_isr(recipients, tp)
     return None
+
+
+def offline_then_elect(d: Draft, tps: Iterable[TopicPartition]) -> None:
+    """Partitions whose leader died: to Offline, then to Online through the offline election
+    (Kafka's onReplicasBecomeOffline followed by triggerOnlinePartitionStateChange), in one pass
+    per partition. The same transitions are logged; only the intermediate Offline value is not
+    built unless the election fails (a broker failure moves 10,000 partitions this way)."""
+    info_of = d.info
+    for tp in tps:
+        info = info_of(tp)
+        current = info.state if info is not None else P.NON_EXISTENT
+        if current is not ONLINE and current is not OFFLINE_STATE and current is not NEW:
+            d.record(current, OFFLINE_STATE, tp, ok=False, detail="illegal transition")
+            continue
+        if current is not OFFLINE_STATE:
+            d.record(current, OFFLINE_STATE, tp)
+        chosen = choose(d, tp, OFFLINE, info)
+        if chosen.__class__ is str:
+            d.record(OFFLINE_STATE, ONLINE, tp, ok=False, detail=chosen)
+            if current is not OFFLINE_STATE:
+                d.put(tp, PartitionInfo(info.assignment, info.leader_isr, OFFLINE_STATE, info.replica_states))
+            continue
+        leader, isr, recipients, unclean = chosen
+        d.record(OFFLINE_STATE, ONLINE, tp, detail=_UNCLEAN if unclean else "")
+        d.write_change(tp, info, leader, isr, ("elect", OFFLINE), ONLINE)
+        d.send_leader_and_isr(recipients, tp)
 
 
 def to_offline(d: Draft, tps: Iterable[TopicPartition]) -> None:

@@ -162,7 +162,7 @@ def _bump_leader_epoch_and_send(d: Draft, tp: TopicPartition, ra: ReplicaAssignm
         d.record(info.state, info.state, tp, ok=False,
                  detail="cannot send LeaderAndIsr with the new assignment: no leader state or a newer controller wrote it")
         return
-    d.write_leader_isr(tp, li.with_leader(li.leader, li.isr, d.epoch), ("bump",), info)
+    d.write_change(tp, info, li.leader, li.isr, ("bump",))
     d.send_leader_and_isr(ra.replicas, tp)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .draft import Draft
-from .machines import ReplicaState, replica_transition_ok
+from .machines import REPLICA_VALID_PREVIOUS, ReplicaState
 from .state import PartitionInfo
 from .values import NO_LEADER, ReplicaAssignment, TopicPartition
 
@@ -20,14 +20,16 @@ OFFLINE = R.OFFLINE
 
 def move(d: Draft, replicas: Iterable[tuple[TopicPartition, int]], target: ReplicaState) -> None:
     """Kafka's handleStateChanges(replicas, target)."""
+    handler = _HANDLERS[target]
+    valid = REPLICA_VALID_PREVIOUS[target]
+    info_of = d.info
     for tp, replica in replicas:
-        info = d.info(tp)
+        info = info_of(tp)
         current = info.replica_state(replica) if info is not None else R.NON_EXISTENT
-        if info is None or not replica_transition_ok(current, target):
+        if info is None or current not in valid:
             d.record(current, target, tp, replica, ok=False,
                      detail="unknown partition" if info is None else "illegal transition")
             continue
-        handler = _HANDLERS[target]
         handler(d, tp, replica, info, current)
 
 
@@ -89,7 +91,7 @@ def shrink_isr(d: Draft, tp: TopicPartition, replica: int) -> None:
     isr = li.isr if len(li.isr) == 1 else tuple(r for r in li.isr if r != replica)
     if leader == li.leader and isr == li.isr:
         return
-    d.write_leader_isr(tp, li.with_leader(leader, isr, d.epoch), ("shrink", replica), info)
+    d.write_change(tp, info, leader, isr, ("shrink", replica))
 
 
 def _to_deletion_started(d: Draft, tp, replica, info, current) -> None:
