@@ -5,14 +5,20 @@ as Kafka 2.4 does (a malformed `/admin/reassign_partitions` or `/admin/preferred
 is deleted, a deletion request for an unknown topic is deleted, a bad topic znode is left alone),
 change nothing in the cluster, never crash or stall the controller, and a good request made right
 after must complete. Generated garbage (Hypothesis) is in test_bad_input_generated.py.
+
+The tests of this module share one cluster (starting three nodes costs more than most of them):
+each uses topics of its own and leaves nothing behind that could make another one's node log.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import re
+import uuid
 
 import pytest
+import pytest_asyncio
 
 from adapters import zkdata, zkpaths
 from adapters.cluster import partition_states, wait_for
@@ -73,18 +79,26 @@ async def _absent(admin: ZkSession, path: str) -> bool:
     return await admin.exists(path) is None
 
 
-@pytest.fixture
-async def live(zk_connect, tmp_path, caplog):
-    caplog.set_level(logging.INFO)
-    admin = await ZkSession.connect(zk_connect)
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_cluster(zk_server, request, tmp_path_factory):
+    """Three nodes on a chroot of this module's own."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.module.__name__.rsplit(".", 1)[-1])
+    connect = f"{zk_server.connect_string}/m-{name}-{uuid.uuid4().hex[:8]}"
+    base = tmp_path_factory.mktemp(name)
+    admin = await ZkSession.connect(connect)
     nodes = []
     try:
         for i in (1, 2, 3):
-            node = ClusterNode(NodeConfig(broker_id=i, zookeeper=zk_connect, journal_dir=str(tmp_path / f"node-{i}"),
+            node = ClusterNode(NodeConfig(broker_id=i, zookeeper=connect, journal_dir=str(base / f"node-{i}"),
                                           settings=dict(FAST)))
             await node.start()
             nodes.append(node)
-        cluster = LiveCluster(nodes, admin, caplog)
+        cluster = LiveCluster(nodes, admin, None)
+        cluster.connect = connect
+        cluster.base = base
         await wait_for(lambda: _now(sum(n.active and n.loop.state.active for n in nodes) == 1), what="a controller")
         yield cluster
     finally:
@@ -92,6 +106,14 @@ async def live(zk_connect, tmp_path, caplog):
             if not node._stopping:
                 await node.close()
         await admin.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def live(shared_cluster, caplog):
+    caplog.set_level(logging.INFO)
+    shared_cluster.caplog = caplog
+    await shared_cluster.settle()  # whatever the previous test left is done
+    yield shared_cluster
 
 
 async def create_topic(admin: ZkSession, topic: str, assignment: list[list[int]]) -> None:
@@ -176,31 +198,31 @@ PREFERRED_GARBAGE = [
     ("huge garbage", b"\x00" * HUGE, "malformed /admin/preferred_replica_election"),
     ("unknown topic", zkdata.encode_preferred_replica_election([TopicPartition("ghost", 0)]),
      "ghost-0: UNKNOWN_TOPIC_OR_PARTITION"),
-    ("negative partition", b'{"version":1,"partitions":[{"topic":"t","partition":-1}]}',
-     "t--1: UNKNOWN_TOPIC_OR_PARTITION"),
+    ("negative partition", b'{"version":1,"partitions":[{"topic":"p","partition":-1}]}',
+     "p--1: UNKNOWN_TOPIC_OR_PARTITION"),
 ]
 
 
 async def test_garbage_preferred_elections_are_deleted_and_a_good_one_moves_the_leader(live):
     admin = live.admin
-    await create_topic(admin, "t", [[1, 2]])
-    await wait_for(lambda: full_isr(admin, "t", 1), what="t-0 online")
+    await create_topic(admin, "p", [[1, 2]])
+    await wait_for(lambda: full_isr(admin, "p", 1), what="p-0 online")
     # reorder the replicas: the leader (1) stays, the preferred replica becomes 2
-    await admin.create(zkpaths.REASSIGN_PARTITIONS, zkdata.encode_reassignment([(TopicPartition("t", 0), (2, 1))]),
+    await admin.create(zkpaths.REASSIGN_PARTITIONS, zkdata.encode_reassignment([(TopicPartition("p", 0), (2, 1))]),
                        make_parents=True)
     await live.gone(zkpaths.REASSIGN_PARTITIONS)
-    before = await partition_states(admin, "t")
-    assert before[TopicPartition("t", 0)].leader == 1
+    before = await partition_states(admin, "p")
+    assert before[TopicPartition("p", 0)].leader == 1
     for name, data, expected in PREFERRED_GARBAGE:
         mark = live.mark()
         await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION, data)
         await live.gone(zkpaths.PREFERRED_REPLICA_ELECTION)
         await live.one_complaint(mark, expected)
-    assert await partition_states(admin, "t") == before
+    assert await partition_states(admin, "p") == before
     await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION,
-                       zkdata.encode_preferred_replica_election([TopicPartition("t", 0)]))
+                       zkdata.encode_preferred_replica_election([TopicPartition("p", 0)]))
     await live.gone(zkpaths.PREFERRED_REPLICA_ELECTION)
-    await wait_for(lambda: _leader_is(admin, TopicPartition("t", 0), 2), what="the preferred leader elected")
+    await wait_for(lambda: _leader_is(admin, TopicPartition("p", 0), 2), what="the preferred leader elected")
 
 
 async def _leader_is(admin, tp, leader):
@@ -216,6 +238,7 @@ async def test_deletion_requests_for_unknown_topics_are_removed_and_data_is_igno
     await create_topic(admin, "keep", [[1, 2]])
     await create_topic(admin, "doomed", [[2, 3]])
     await wait_for(lambda: full_isr(admin, "doomed", 1), what="doomed online")
+    await live.settle()
     for name in ("ghost", "with space", "ünïcødé", "x" * 240, "-1"):
         mark = live.mark()
         await admin.create(zkpaths.delete_topic(name), b"\xff garbage that Kafka never reads", make_parents=True)
@@ -231,11 +254,11 @@ async def test_deletion_requests_for_unknown_topics_are_removed_and_data_is_igno
 
 async def test_a_child_under_a_deletion_marker_does_not_block_the_deletion(live):
     admin = live.admin
-    await create_topic(admin, "doomed", [[2, 3]])
-    await wait_for(lambda: full_isr(admin, "doomed", 1), what="doomed online")
-    await admin.create(zkpaths.delete_topic("doomed") + "/stray", b"x", make_parents=True)
-    await live.gone(zkpaths.topic("doomed"), timeout=30)  # the marker's subtree goes with it
-    await live.gone(zkpaths.delete_topic("doomed"))
+    await create_topic(admin, "doomed2", [[2, 3]])
+    await wait_for(lambda: full_isr(admin, "doomed2", 1), what="doomed2 online")
+    await admin.create(zkpaths.delete_topic("doomed2") + "/stray", b"x", make_parents=True)
+    await live.gone(zkpaths.topic("doomed2"), timeout=30)  # the marker's subtree goes with it
+    await live.gone(zkpaths.delete_topic("doomed2"))
 
 
 # -- /brokers/topics/<topic> -------------------------------------------------------------------
@@ -272,7 +295,9 @@ async def test_garbage_topic_znodes_are_ignored_and_a_good_topic_is_created_afte
         assert expected in live.complaints(mark)[0], (name, live.complaints(mark))
         assert await admin.exists(zkpaths.topic(topic)) is not None  # the admin's data is left alone
         assert topic not in live.controller.loop.state.topics
-    assert await partition_states(admin) == {}  # no state znode was created for any of them
+    for index in range(len(TOPIC_GARBAGE)):  # no state znode was created for any of them
+        assert await partition_states(admin, f"bad{index}") == {}
+        await admin.delete(zkpaths.topic(f"bad{index}"))  # the controller forgets them
     await create_topic(admin, "good", [[1, 2], [2, 3]])
     states = await wait_for(lambda: full_isr(admin, "good", 2), what="good created")
     assert {tp.partition: li.leader for tp, li in states.items()} == {0: 1, 1: 2}
@@ -281,11 +306,12 @@ async def test_garbage_topic_znodes_are_ignored_and_a_good_topic_is_created_afte
 async def test_a_topic_on_unknown_brokers_waits_offline_like_kafka(live):
     admin = live.admin
     await create_topic(admin, "elsewhere", [[98, 99]])
-    await create_topic(admin, "good", [[3, 1]])
-    await wait_for(lambda: full_isr(admin, "good", 1), what="good created")
+    await create_topic(admin, "good-too", [[3, 1]])
+    await wait_for(lambda: full_isr(admin, "good-too", 1), what="good-too created")
     await live.settle()
     assert "elsewhere" in live.controller.loop.state.topics
     assert await partition_states(admin, "elsewhere") == {}  # no live replica to lead it yet
+    await admin.delete_recursive(zkpaths.topic("elsewhere"))
 
 
 # -- /config/topics/<topic> --------------------------------------------------------------------
@@ -303,19 +329,19 @@ CONFIG_GARBAGE = [
 
 async def test_garbage_topic_configs_are_ignored_and_a_good_one_applies(live):
     admin = live.admin
-    await create_topic(admin, "t", [[1, 2]])
-    await wait_for(lambda: full_isr(admin, "t", 1), what="t online")
+    await create_topic(admin, "c", [[1, 2]])
+    await wait_for(lambda: full_isr(admin, "c", 1), what="c online")
     await live.settle()
     for name, data, expected in CONFIG_GARBAGE:
         mark = live.mark()
-        await admin.set(zkpaths.config_topic("t"), data)
-        await live.one_complaint(mark, zkpaths.config_topic("t"))
+        await admin.set(zkpaths.config_topic("c"), data)
+        await live.one_complaint(mark, zkpaths.config_topic("c"))
         assert expected in live.complaints(mark)[0], (name, live.complaints(mark))
-        assert live.controller.loop.state.topic_configs.get("t") is None, name
-    await admin.set(zkpaths.config_topic("t"), zkdata.encode_topic_config(
+        assert live.controller.loop.state.topic_configs.get("c") is None, name
+    await admin.set(zkpaths.config_topic("c"), zkdata.encode_topic_config(
         {"unclean.leader.election.enable": "true", "retention.ms": "1000"}))
-    await wait_for(lambda: _now(live.controller.loop.state.topic_configs.get("t") is not None), what="config applied")
-    assert dict(live.controller.loop.state.topic_configs["t"])["unclean.leader.election.enable"] == "true"
+    await wait_for(lambda: _now(live.controller.loop.state.topic_configs.get("c") is not None), what="config applied")
+    assert dict(live.controller.loop.state.topic_configs["c"])["unclean.leader.election.enable"] == "true"
 
 
 # -- /isr_change_notification/isr_change_* -----------------------------------------------------
@@ -323,14 +349,14 @@ async def test_garbage_topic_configs_are_ignored_and_a_good_one_applies(live):
 
 async def test_garbage_isr_change_notifications_are_deleted_and_a_good_one_is_read(live):
     admin = live.admin
-    await create_topic(admin, "t", [[1, 2]])
-    await wait_for(lambda: full_isr(admin, "t", 1), what="t online")
+    await create_topic(admin, "i", [[1, 2]])
+    await wait_for(lambda: full_isr(admin, "i", 1), what="i online")
     cases = [
         (b"garbage", logging.ERROR, "not valid JSON"),
         (b"\x80\x81", logging.ERROR, "not valid UTF-8"),
-        (b'{"version":1,"partitions":[{"topic":"t","partition":"0"}]}', logging.ERROR, "partition must be an integer"),
+        (b'{"version":1,"partitions":[{"topic":"i","partition":"0"}]}', logging.ERROR, "partition must be an integer"),
         (b"[" * HUGE, logging.ERROR, "not valid JSON"),
-        (b'{"version":1,"partitions":[{"topic":"t","partition":-3}]}', logging.ERROR, "no possible partition"),
+        (b'{"version":1,"partitions":[{"topic":"i","partition":-3}]}', logging.ERROR, "no possible partition"),
         (b'{"version":1,"partitions":[{"topic":"a/b","partition":0}]}', logging.ERROR, "no possible partition"),
         # a partition that does not exist (may be a race with a deletion): a warning, not an error
         (zkdata.encode_isr_change_notification([TopicPartition("ghost", 3)]), logging.WARNING, "ghost-3"),
@@ -348,18 +374,19 @@ async def test_garbage_isr_change_notifications_are_deleted_and_a_good_one_is_re
     # a good notification right after is read (and ignores the stray child)
     observed = live.controller.loop.stats.by_type["PartitionStatesObserved"]
     path = await admin.create(zkpaths.ISR_CHANGE_SEQUENCE_PREFIX,
-                              zkdata.encode_isr_change_notification([TopicPartition("t", 0)]), sequential=True)
+                              zkdata.encode_isr_change_notification([TopicPartition("i", 0)]), sequential=True)
     await live.gone(path)
     await wait_for(lambda: _now(live.controller.loop.stats.by_type["PartitionStatesObserved"] > observed),
                    what="the notification observed")
     assert live.complaints(mark) == [live.complaints(mark)[0]]  # "stray" still reported only once
     assert await admin.get_children(zkpaths.ISR_CHANGE_NOTIFICATION) == ["stray"]
+    await admin.delete(zkpaths.ISR_CHANGE_NOTIFICATION + "/stray")
 
 
 # -- /brokers/ids/<id> -------------------------------------------------------------------------
 
 
-async def test_garbage_broker_registrations_are_ignored_once_each(live, zk_connect, tmp_path):
+async def test_garbage_broker_registrations_are_ignored_once_each(live, tmp_path):
     admin = live.admin
     good = zkdata.encode_broker(0, "127.0.0.1", 1, None, 0)
     cases = [
@@ -381,14 +408,19 @@ async def test_garbage_broker_registrations_are_ignored_once_each(live, zk_conne
         assert set(live.controller.loop.state.brokers.keys()) == {1, 2, 3}, name
     # another broker joins: it is seen, and none of the bad registrations is reported again
     mark = live.mark()
-    fourth = ClusterNode(NodeConfig(broker_id=4, zookeeper=zk_connect, journal_dir=str(tmp_path / "node-4"),
+    fourth = ClusterNode(NodeConfig(broker_id=4, zookeeper=live.connect, journal_dir=str(tmp_path / "node-4"),
                                     settings=dict(FAST)))
     await fourth.start()
-    live.nodes.append(fourth)
-    await wait_for(lambda: _now(4 in live.controller.loop.state.brokers), what="broker 4 seen")
-    await live.settle()
-    assert [m for m in live.complaints(mark, logging.ERROR)] == []
-    # a bad registration that goes and comes back is new input: one line again
-    await admin.delete(f"{zkpaths.BROKERS_IDS}/77")
-    await admin.create(f"{zkpaths.BROKERS_IDS}/77", b"still garbage")
-    await live.one_complaint(mark, "/brokers/ids/77")
+    try:
+        await wait_for(lambda: _now(4 in live.controller.loop.state.brokers), what="broker 4 seen")
+        await live.settle()
+        assert [m for m in live.complaints(mark, logging.ERROR)] == []
+        # a bad registration that goes and comes back is new input: one line again
+        await admin.delete(f"{zkpaths.BROKERS_IDS}/77")
+        await admin.create(f"{zkpaths.BROKERS_IDS}/77", b"still garbage")
+        await live.one_complaint(mark, "/brokers/ids/77")
+    finally:
+        await fourth.close()
+        for name, _, _ in cases:
+            await admin.delete(f"{zkpaths.BROKERS_IDS}/{name}")
+    await wait_for(lambda: _now(set(live.controller.loop.state.brokers.keys()) == {1, 2, 3}), what="broker 4 gone")

@@ -16,6 +16,7 @@ import json
 import logging
 
 import pytest
+import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +26,7 @@ from adapters.watches import _decode_reassignment_request, broker_id_of
 from adapters.zk import NodeExists
 from controller_core.values import ReplicaAssignment, TopicPartition
 
-from .test_bad_input import LiveCluster, _now, create_topic, full_isr, live  # noqa: F401 (fixture)
+from .test_bad_input import LiveCluster, _now, create_topic, full_isr, live, shared_cluster  # noqa: F401
 
 FAST_RUN = settings(max_examples=6, deadline=None, derandomize=True, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -186,7 +187,10 @@ class Feeder:
         await wait_for(lambda: full_isr(admin, "after", 1), what="a topic created after the garbage")
 
 
-@pytest.fixture
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def feeder(live):
     await create_topic(live.admin, "t", [[1, 2]])
     await wait_for(lambda: full_isr(live.admin, "t", 1), what="t online")
