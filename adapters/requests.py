@@ -165,17 +165,15 @@ def _tp(value: Any, what: str) -> TopicPartition:
     return TopicPartition(value[0], value[1])
 
 
-def _column(values: Any, n: int, what: str) -> list:
-    if type(values) is not list or len(values) != n:
-        raise RequestFormatError(f"{what} must be a list of {n} values")
-    return values
+_INT_ONLY = {int}
 
 
 def _int_column(values: Any, n: int, what: str) -> list:
-    _column(values, n, what)
-    for x in values:
-        if type(x) is not int:
-            raise RequestFormatError(f"{what} must hold integers, got {x!r}")
+    if type(values) is not list or len(values) != n:
+        raise RequestFormatError(f"{what} must be a list of {n} integers")
+    if values and not set(map(type, values)) <= _INT_ONLY:  # one pass in C (bools are not ints here)
+        bad = next(x for x in values if type(x) is not int)
+        raise RequestFormatError(f"{what} must hold integers, got {bad!r}")
     return values
 
 
@@ -187,7 +185,9 @@ def decode_views(states: Any) -> tuple[PartitionView, ...]:
     n_sets = len(sets)
     out = []
     append = out.append
-    new_view = PartitionView
+    make = tuple.__new__  # PartitionView is a NamedTuple: build it without its Python __new__
+    view_cls = PartitionView
+    tp_cls = TopicPartition
     for k, entry in enumerate(states["topics"]):
         where = f"partition_states.topics[{k}]"
         if type(entry) is not list or len(entry) != _COLUMNS + 1 or type(entry[0]) is not str \
@@ -197,13 +197,12 @@ def decode_views(states: Any) -> tuple[PartitionView, ...]:
         n = len(entry[1])
         cols = [_int_column(c, n, f"{where} column {j}") for j, c in enumerate(entry[1:], 1)]
         for j in (5, 7, 8, 9):
-            for x in cols[j - 1]:
-                if not 0 <= x < n_sets:
-                    raise RequestFormatError(f"{where} column {j}: broker list index {x} out of range")
-        parts, ces, leaders, les, isrs, zkvs, rss, adds, rems, news = cols
-        for i in range(n):
-            append(new_view(TopicPartition(topic, parts[i]), leaders[i], les[i], sets[isrs[i]], ces[i], zkvs[i],
-                            sets[rss[i]], sets[adds[i]], sets[rems[i]], news[i] == 1))
+            col = cols[j - 1]
+            if col and (min(col) < 0 or max(col) >= n_sets):
+                raise RequestFormatError(f"{where} column {j}: a broker list index is out of range")
+        for p, ce, leader, le, isr, zkv, rs, adding, removing, new in zip(*cols):
+            append(make(view_cls, (make(tp_cls, (topic, p)), leader, le, sets[isr], ce, zkv, sets[rs],
+                                   sets[adding], sets[removing], new == 1)))
     return tuple(out)
 
 
