@@ -2,8 +2,9 @@
 
 `Broker.handle` is the `ControlServer` handler of a node. It answers the controller's
 LeaderAndIsr, UpdateMetadata and StopReplica requests the way a Kafka 2.4 broker does, and
-passes any other api (ControlledShutdown, ElectLeaders: the controller side's business) to the
-`fallback` handler the node gives it.
+answers Metadata (read-only: its metadata cache, for tools), and passes any other api
+(ControlledShutdown, ElectLeaders: the controller side's business) to the `fallback` handler the
+node gives it.
 
 Fencing, as in Kafka 2.4 (`KafkaApis` and `ReplicaManager`):
 
@@ -124,6 +125,7 @@ class Broker:
             Q.LEADER_AND_ISR: self._leader_and_isr,
             Q.UPDATE_METADATA: self._update_metadata,
             Q.STOP_REPLICA: self._stop_replica,
+            Q.METADATA: self._metadata_request,
         }
 
     # -- identity --------------------------------------------------------------------------------
@@ -263,10 +265,14 @@ class Broker:
         self._wakeup.set()
         return {"partition_errors": errors}
 
+    def _metadata_request(self, body: dict) -> dict:
+        """Metadata (read-only, from tools such as the chaos soak): the cache, as `metadata()`."""
+        return self.metadata(Q.decode_metadata_topics(body))
+
     # -- views -----------------------------------------------------------------------------------
 
-    def metadata(self) -> dict:
-        """The metadata cache as JSON-friendly values:
+    def metadata(self, topics: frozenset[str] | None = None) -> dict:
+        """The metadata cache as JSON-friendly values (of `topics`, default all):
         {"broker_id", "controller_epoch", "brokers": [ids], "partitions": {"t-0": {...}}}."""
         return {
             "broker_id": self.broker_id,
@@ -276,6 +282,7 @@ class Broker:
                 str(tp): {"leader": v.leader, "leader_epoch": v.leader_epoch, "isr": list(v.isr),
                           "replicas": list(v.replicas)}
                 for tp, v in sorted(self._meta_partitions.items())
+                if topics is None or tp.topic in topics
             },
         }
 

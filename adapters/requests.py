@@ -24,6 +24,10 @@ lists. A 10,000-partition request parses about five times faster than as a list 
 | StopReplica | controller_id, controller_epoch, broker_epoch, delete_partitions, partitions | {"partition_errors": [...]} |
 | ControlledShutdown | broker_id, broker_epoch | {"error", "partitions_remaining": [[t, p]]} |
 | ElectLeaders | election_type, partitions (or null: all) | {"error", "results": [[t, p, error]]} |
+| Metadata | topics (or null/absent: all) | the broker's metadata cache: {"broker_id", "controller_epoch", "brokers", "partitions": {"t-0": {leader, leader_epoch, isr, replicas}}} |
+
+Metadata is read-only, like Kafka's MetadataRequest: tools (the chaos soak's checks) ask each
+broker what its cache holds and compare it with ZooKeeper.
 
 Malformed bodies raise `RequestFormatError` with the field that was wrong.
 """
@@ -41,7 +45,8 @@ UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
 CONTROLLED_SHUTDOWN = "ControlledShutdown"
 ELECT_LEADERS = "ElectLeaders"
-APIS = (LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA, CONTROLLED_SHUTDOWN, ELECT_LEADERS)
+METADATA = "Metadata"
+APIS = (LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA, CONTROLLED_SHUTDOWN, ELECT_LEADERS, METADATA)
 
 
 class RequestFormatError(ValueError):
@@ -229,6 +234,18 @@ def decode_partitions(items: Any, what: str = "partitions") -> tuple[TopicPartit
     if not isinstance(items, list):
         raise RequestFormatError(f"{what} must be a list")
     return tuple(_tp(x, f"{what}[{i}]") for i, x in enumerate(items))
+
+
+def decode_metadata_topics(body: Any) -> frozenset[str] | None:
+    """The topics a Metadata request asks about (None: every topic)."""
+    if not isinstance(body, dict):
+        raise RequestFormatError("body must be an object")
+    topics = body.get("topics")
+    if topics is None:
+        return None
+    if type(topics) is not list or any(type(t) is not str for t in topics):
+        raise RequestFormatError(f"topics must be a list of topic names or null, got {topics!r}")
+    return frozenset(topics)
 
 
 def partition_errors(body: dict) -> tuple[tuple[TopicPartition, str], ...]:

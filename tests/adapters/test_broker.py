@@ -237,6 +237,17 @@ async def test_update_metadata_merges_partitions_and_replaces_brokers(node):
     assert node.broker.metadata()["partitions"] == {}
 
 
+async def test_metadata_request_answers_the_cache_over_the_channel_and_changes_nothing(node):
+    await node.update_metadata([1, 2], view(T0, isr=(1, 2)), controller_epoch=3)
+    whole = node.broker.metadata()
+    assert await node.client.request(Q.METADATA, {}, timeout=5) == whole
+    assert await node.client.request(Q.METADATA, {"topics": None}, timeout=5) == whole
+    assert (await node.client.request(Q.METADATA, {"topics": ["other"]}, timeout=5))["partitions"] == {}
+    answer = await node.client.request(Q.METADATA, {"topics": "t"}, timeout=5)
+    assert answer["error"] == "INVALID_REQUEST" and "topics" in answer["message"]
+    assert node.broker.metadata() == whole and node.broker.controller_epoch == 3
+
+
 # -- the leader's ISR -------------------------------------------------------------------------------
 
 
