@@ -11,9 +11,7 @@ The default run is derandomized (the same examples every time: CI cannot flake) 
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 
 import pytest
 import pytest_asyncio

@@ -8,9 +8,7 @@ in this process on the real ZooKeeper; the garbage goes over real TCP.
 from __future__ import annotations
 
 import asyncio
-import json
 import struct
-import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -23,7 +23,7 @@ from adapters.channel import ControlClient, ControlServer
 from adapters.cli import main
 from adapters.cluster import partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import NoAuth, ZkSession
+from adapters.zk import ZkSession
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 
