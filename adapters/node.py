@@ -23,6 +23,7 @@ directory succeeds (every `journal.retry.backoff.ms`); the broker keeps serving 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -267,7 +268,15 @@ class ClusterNode:
         if session_file is not None:
             try:
                 session_file.parent.mkdir(parents=True, exist_ok=True)
-                session_file.write_text(json.dumps({"session_id": self.zk.session_id}))
+                # the password too, so that fault tools can expire this session from outside
+                # (adapters.zk.force_expire, the chaos soak); readable by this user only, and
+                # replaced whole so that a reader never sees half a file
+                tmp = session_file.with_suffix(".tmp")
+                tmp.unlink(missing_ok=True)
+                tmp.touch(mode=0o600)
+                tmp.write_text(json.dumps({"session_id": self.zk.session_id,
+                                           "password": base64.b64encode(self.zk.password).decode()}))
+                os.replace(tmp, session_file)
             except OSError as exc:  # e.g. the journal's disk is full: only a restart's convenience is lost
                 log.warning("cannot remember the ZooKeeper session in %s: %s", session_file, exc)
         self._previous_sessions = previous | {self.zk.session_id}
