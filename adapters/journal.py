@@ -72,6 +72,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import orjson
+
 from replay.journal_reader import (
     JournalCorruption,
     JournalError,
@@ -121,18 +123,41 @@ def encode_record(
     seq: int, controller_id: int, controller_epoch: int, at: int, type: str, v: int, body: dict
 ) -> bytes:
     """One complete record line, "\\n" included (see the module docstring for the rule)."""
-    rest = _dumps(
-        {
-            "seq": seq,
-            "controller_id": controller_id,
-            "controller_epoch": controller_epoch,
-            "at": at,
-            "type": type,
-            "v": v,
-            "body": body,
-        }
-    ).encode("ascii")
+    record = {
+        "seq": seq,
+        "controller_id": controller_id,
+        "controller_epoch": controller_epoch,
+        "at": at,
+        "type": type,
+        "v": v,
+        "body": body,
+    }
+    # orjson writes the same compact JSON twenty times faster (a 10,000-partition snapshot or
+    # ControllerElected is megabytes); its output is UTF-8, so a record with a non-ASCII
+    # character goes through json for the ASCII-only form the format promises
+    try:
+        rest = orjson.dumps(record)
+    except (TypeError, orjson.JSONEncodeError):
+        rest = b""
+    # orjson also writes NaN and infinities as null, which the format forbids: where a null
+    # appears, make sure no float is behind it (codec bodies hold no floats at all)
+    if not rest or not rest.isascii() or (b"null" in rest and _has_float(body)):
+        rest = _dumps(record).encode("ascii")
     return b'{"crc":"%08x",' % zlib.crc32(rest) + rest[1:] + b"\n"
+
+
+def _has_float(value) -> bool:
+    stack = [value]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is float:
+            return True
+        if t is dict:
+            stack.extend(x.values())
+        elif t is list or t is tuple:
+            stack.extend(x)
+    return False
 
 
 @dataclass(frozen=True, slots=True)

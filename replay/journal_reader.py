@@ -44,8 +44,11 @@ After the checksum, the line must parse as a JSON object with the fields `seq`,
 Torn tails
 ----------
 The writer only ever appends whole lines, so the one legitimate defect is an unfinished last line
-after a crash: a last line without its "\\n", or a last line that fails verification. The writer
-truncates such a tail when it reopens the journal. Readers treat it as corruption unless asked to
+after a crash: a last line without its "\\n", or a complete last line holding NUL bytes (space the
+file system allocated but the crash left unwritten). The writer truncates such a tail when it
+reopens the journal. A complete last line that fails its checksum without a NUL in it is not a
+torn write but a damaged record (a flipped bit): it may have been fsynced, so dropping it would
+lose a durable record, and it is corruption like any other bad line. Readers treat it as corruption unless asked to
 tolerate it (`tolerate_torn_tail=True`), and only ever on the last line of the journal's last
 segment. Any other bad line raises `JournalCorruption` naming the file and the 1-based line.
 """
@@ -273,7 +276,9 @@ def _iter_verified(
                 try:
                     record = _verify_bytes(raw[:-1])
                 except InvalidRecord as exc:
-                    pending = TornTail(line_no, start, exc.reason)
+                    if b"\0" not in raw:  # a whole line that is wrong: damaged, not torn
+                        raise JournalCorruption(path, line_no, exc.reason) from None
+                    pending = TornTail(line_no, start, f"{exc.reason} (NUL bytes: an unfinished write)")
                     continue
                 seq = record["seq"]
                 if expected is not None and seq != expected:

@@ -255,16 +255,30 @@ def test_torn_tail_is_truncated_on_open(tmp_path):
     assert seqs(tmp_path) == [1, 2, 3, 4, 5, 6]
 
 
-def test_bad_last_line_with_newline_is_truncated(tmp_path):
+def test_a_flipped_bit_in_the_last_complete_line_is_corruption_not_a_torn_tail(tmp_path):
     with Journal.open(tmp_path, 1) as j:
         for i in range(3):
             j.append("event", body(i), controller_epoch=1, at=i)
     path = tmp_path / segment_name(1)
     data = bytearray(path.read_bytes())
-    data[-20] ^= 0x01  # damage inside the last record
+    data[-20] ^= 0x01  # damage inside the last record, which may have been fsynced
+    path.write_bytes(bytes(data))
+    with pytest.raises(JournalCorruption, match=r"segment-0+1\.jsonl:3: checksum mismatch"):
+        Journal.open(tmp_path, 1)
+    assert path.read_bytes() == bytes(data)  # nothing truncated
+
+
+def test_a_last_line_with_nul_bytes_is_an_unfinished_write_and_truncated(tmp_path):
+    with Journal.open(tmp_path, 1) as j:
+        for i in range(3):
+            j.append("event", body(i), controller_epoch=1, at=i)
+    path = tmp_path / segment_name(1)
+    data = bytearray(path.read_bytes())
+    end = len(data) - 1
+    data[end - 30:end] = b"\0" * 30  # a crash left allocated but unwritten space
     path.write_bytes(bytes(data))
     with Journal.open(tmp_path, 1) as j:
-        assert "checksum mismatch" in j.recovery_notes[0]
+        assert "checksum mismatch" in j.recovery_notes[0] and "NUL" in j.recovery_notes[0]
         assert j.last_seq == 2
 
 

@@ -56,14 +56,18 @@ def expected(journal):
 
 @pytest.fixture(scope="module")
 def faulty(journal, tmp_path_factory):
-    """The journal with a flipped byte (node-1, third segment, line 3) and a deleted segment
-    (node-2's second): (root, flipped file, deleted segment, the segment after it)."""
+    """The journal with a flipped byte (the third segment of the journal with the most
+    segments, line 3) and a deleted segment (the second of another journal with at least three):
+    (root, flipped journal, flipped file, gone journal, deleted segment, the segment after it)."""
     root = copy_tree(journal, tmp_path_factory.mktemp("faulty") / "j")
-    flipped = list_segments(root / "node-1")[2].path
+    by_size = sorted((len(list_segments(d)), d.name) for d in root.iterdir() if d.is_dir())
+    assert by_size[-1][0] >= 3 and by_size[-2][0] >= 3, f"the generated life has too few segments: {by_size}"
+    flipped_journal, gone_journal = by_size[-1][1], by_size[-2][1]
+    flipped = list_segments(root / flipped_journal)[2].path
     flip_byte(flipped, line=3)
-    segs = list_segments(root / "node-2")
+    segs = list_segments(root / gone_journal)
     segs[1].path.unlink()
-    return root, flipped, segs[1], segs[2]
+    return root, flipped_journal, flipped, gone_journal, segs[1], segs[2]
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +120,7 @@ def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     attrs and immutables: controller_core and replay must come from the zip the job ships. The
     journal has a flipped byte and a missing segment: exit 1, findings with file and line, and
     the same tables and findings as the plain-Python replay of the same files."""
-    journal, flipped, gone, after = faulty
+    journal, flipped_journal, flipped, gone_journal, gone, after = faulty
     expected = plain_replay(journal)
     site = Path(__import__("attrs").__file__).resolve().parents[1]
     deps = tmp_path / "executor-site"
@@ -150,9 +154,9 @@ def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     findings = result["findings"]
     corrupt = [f for f in findings if f["rule"] == "corrupt-record"]
     assert [(f["journal"], f["file"], f["line"], f["severity"]) for f in corrupt] == \
-        [("node-1", str(flipped), 3, "violation")]
+        [(flipped_journal, str(flipped), 3, "violation")]
     gap = [f for f in findings if f["rule"] == "missing-records"]
-    assert [(f["journal"], f["file"], f["seq"]) for f in gap] == [("node-2", str(after.path), gone.first_seq)]
+    assert [(f["journal"], f["file"], f["seq"]) for f in gap] == [(gone_journal, str(after.path), gone.first_seq)]
     assert sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]] for f in findings) == \
         expected["findings"]
     for name in ("partition_timeline", "elections", "events", "controller_terms", "broker_intervals"):
