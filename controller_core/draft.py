@@ -16,7 +16,7 @@ Two rules of the asynchronous shell live here:
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 import attrs
 
@@ -66,6 +66,24 @@ class Outbox:
     broker_epochs: tuple[tuple[int, int], ...] = ()
 
 
+REJECTIONS_LISTED = 5
+"""Rejections of one kind in one decision reported one by one; more are summarised."""
+
+
+class _RejectionsOf(NamedTuple):
+    """Where the rejections of one kind go among a decision's commands (see Draft.reject)."""
+
+    kind: str
+
+
+def _rejections(kind: str, reasons: list[str]) -> list:
+    if len(reasons) <= REJECTIONS_LISTED:
+        return [C.RejectRequest(kind=kind, reason=r) for r in reasons]
+    shown = "; ".join(reasons[:REJECTIONS_LISTED])
+    return [C.RejectRequest(kind=kind, reason=f"{len(reasons)} rejected: {shown}; "
+                                              f"and {len(reasons) - REJECTIONS_LISTED} more")]
+
+
 class Draft:
     """Working copy of a `ControllerState` for one step (see the module docstring)."""
 
@@ -105,6 +123,7 @@ class Draft:
         self.um_tps: dict[TopicPartition, None] = {}
         self.stop: dict[tuple[int, bool], dict[TopicPartition, None]] = {}
         self.commands: list = []
+        self.rejections: dict[str, list[str]] = {}
         self.log: dict[tuple, list[TopicPartition]] = {}
         self.immediate: list = []  # commands that must precede this decision's writes
         self.dirty_topics: set[str] = set()  # topic znodes to rewrite (reassignment)
@@ -181,7 +200,15 @@ class Draft:
             group.append(tp)
 
     def reject(self, kind: str, reason: str) -> None:
-        self.commands.append(C.RejectRequest(kind=kind, reason=reason))
+        """Report a rejected input. A decision that rejects many inputs of one kind (a 15,000-entry
+        reassignment naming unknown partitions) reports them as one `RejectRequest` listing the
+        first few, so that one bad request is one log line, not thousands."""
+        reasons = self.rejections.get(kind)
+        if reasons is None:
+            self.rejections[kind] = [reason]
+            self.commands.append(_RejectionsOf(kind))
+        else:
+            reasons.append(reason)
 
     def command(self, command) -> None:
         self.commands.append(command)
@@ -320,7 +347,11 @@ class Draft:
             next_write_id += 1
             commands.append(self._write_command(write_id))
             pending = pending.set(write_id, outbox)
-        commands.extend(self.commands)
+        for c in self.commands:
+            if c.__class__ is _RejectionsOf:
+                commands.extend(_rejections(c.kind, self.rejections[c.kind]))
+            else:
+                commands.append(c)
         parts = self._mut if self._mut is not None else self._map
         for topic in sorted(self.dirty_topics):
             info = self.topics.get(topic)

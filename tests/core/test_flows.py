@@ -285,6 +285,15 @@ def test_bad_reassignments_are_rejected_and_removed_from_the_znode():
     assert C.WriteReassignmentPlan(partitions=()) in commands and "not JSON" in of_type(commands, C.RejectRequest)[0].reason
 
 
+def test_a_request_with_thousands_of_bad_entries_is_one_rejection():
+    given = elected(brokers=(1, 2, 3), topics={"t": [[1, 2]]})[0]
+    state, commands = step(given, reassign(*(("ghost", p, [1, 2]) for p in range(15_000))))
+    (reject,) = of_type(commands, C.RejectRequest)
+    assert reject.reason.startswith("15000 rejected: ghost-0: unknown topic or partition;")
+    assert reject.reason.endswith("and 14995 more") and reject.reason.count("ghost-") == 5
+    assert C.WriteReassignmentPlan(partitions=()) in commands and state.partitions == given.partitions
+
+
 def test_a_bad_entry_does_not_stop_the_good_ones():
     given = elected(brokers=(1, 2, 3), topics={"t": [[1, 2]]})[0]
     state, commands = run(given, reassign(("t", 0, [2, 3]), ("t", 9, [1])))
