@@ -40,6 +40,8 @@ from .values import (
 ALL = None
 """UpdateMetadata for every partition with a leader (Kafka's "empty set means all")."""
 
+_new = tuple.__new__  # builds the NamedTuple values of the hot path without a Python-level call
+
 
 @attrs.frozen(slots=True)
 class Outbox:
@@ -223,7 +225,7 @@ class Draft:
             self.record(current, target, tp, ok=False, detail="illegal transition")
             return False
         if info is not None and current is not target:
-            self.put(tp, PartitionInfo(info.assignment, info.leader_isr, target, info.replica_states))
+            self.put(tp, _new(PartitionInfo, (info.assignment, info.leader_isr, target, info.replica_states)))
         if current is not target or target is PartitionState.ONLINE:
             self.record(current, target, tp)
         return True
@@ -277,11 +279,11 @@ class Draft:
         else:
             expected = first.expected_version
             self.intents[tp] = self.intents[tp] + (intent,)
-        stored = LeaderIsr(leader, li.leader_epoch + 1, isr, self.epoch,
-                           0 if expected == NO_ZK_VERSION else expected + 1)
+        stored = _new(LeaderIsr, (leader, li.leader_epoch + 1, isr if isr.__class__ is tuple else tuple(isr),
+                                  self.epoch, 0 if expected == NO_ZK_VERSION else expected + 1))
         self.writes[tp] = C.PartitionWrite(tp, stored, expected)
-        self.put(tp, PartitionInfo(info.assignment, stored, state if state is not None else info.state,
-                                   info.replica_states))
+        self.put(tp, _new(PartitionInfo, (info.assignment, stored, state if state is not None else info.state,
+                                          info.replica_states)))
 
     # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
 
@@ -434,7 +436,8 @@ def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionIn
     li = info.leader_isr
     a = info.assignment
     leader = LEADER_DURING_DELETE if for_metadata and tp.topic in state.topics_to_delete else li.leader
-    return PartitionView(tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas, a.adding, a.removing)
+    return _new(PartitionView, (tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas,
+                                a.adding, a.removing, False))
 
 
 def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset()) -> list:

@@ -6,7 +6,7 @@ and an event touching one partition of 100,000 copies nothing else.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import attrs
 
@@ -41,12 +41,12 @@ def _pair(replica: int, state: ReplicaState) -> tuple[int, ReplicaState]:
     return pair
 
 
-@attrs.frozen(slots=True)
-class PartitionInfo:
+class PartitionInfo(NamedTuple):
     """Everything the controller knows about one partition.
 
     `replica_states` holds `(broker, ReplicaState)` pairs for every replica that has a state
-    (a replica without an entry is NonExistentReplica).
+    (a replica without an entry is NonExistentReplica). A NamedTuple, like the other values a
+    failover makes 10,000 of: built in C.
     """
 
     assignment: ReplicaAssignment
@@ -73,7 +73,7 @@ class PartitionInfo:
         else:
             if state is not None:
                 states = states + (_pair(replica, state),)
-        return PartitionInfo(self.assignment, self.leader_isr, self.state, states)
+        return tuple.__new__(PartitionInfo, (self[0], self[1], self[2], states))
 
 
 @attrs.frozen(slots=True)

@@ -503,7 +503,7 @@ class ControllerMachine(RuleBasedStateMachine):
                             f"landing {pw} adds replicas to the ISR of {current}")
                         assert new.leader in (NO_LEADER, current.leader) or new.leader in current.isr, (
                             f"landing {pw} elects a leader outside the ISR of {current}")
-                zk.set_state(pw.tp, attrs.evolve(pw.leader_isr, zk_version=new_version))
+                zk.set_state(pw.tp, pw.leader_isr._replace(zk_version=new_version))
                 if not zk.partition_exists(pw.tp):
                     zk.orphaned.add(pw.tp)  # the topic znode no longer lists it (see _land)
                 versions.append((pw.tp, new_version))

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import hashlib
 
-import attrs
 import pytest
 
 from adapters import zkdata, zkpaths
@@ -101,7 +100,7 @@ async def test_with_zookeeper_set_acl_only_the_cluster_can_write_and_it_works(cl
                 await stranger.set(zkpaths.CONTROLLER_EPOCH, b"999", epoch_stat.version)
             with pytest.raises(NoAuth):
                 await stranger.set(state_path, zkdata.encode_partition_state(
-                    attrs.evolve(states[TopicPartition("t", 0)], leader=3, leader_epoch=99)), stat.version)
+                    states[TopicPartition("t", 0)]._replace(leader=3, leader_epoch=99)), stat.version)
             with pytest.raises(NoAuth):
                 await stranger.delete(zkpaths.CONTROLLER)
             with pytest.raises(NoAuth):
