@@ -247,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_replay_command(sub)
 
+    from .cli_chaos import add_chaos_command
+
+    add_chaos_command(sub)
+
     from benchmarks.failover import add_command as add_bench
 
     add_bench(sub, UsageError)

@@ -1,0 +1,324 @@
+"""The chaos soak's verdict: what must hold once everything is healed and the cluster settled.
+
+1. `leaders`: every partition with a live replica has a leader, the leader is live and in its
+   ISR, and the ISR is within the assignment (read from ZooKeeper);
+2. `reassignments`: no reassignment whose targets are alive is stuck: `/admin/reassign_partitions`
+   is gone or holds only partitions with a dead target, no topic znode still lists adding or
+   removing replicas for a partition whose targets are all alive, and none was lost: every
+   partition the admin tool reassigned (its last request) has the requested replicas, unless
+   its topic was deleted since;
+3. `deletions`: every topic whose deletion was requested is gone (`/brokers/topics/<t>`,
+   `/config/topics/<t>` and its `/admin/delete_topics/<t>` marker), and no marker is left at all;
+4. `metadata`: every live broker's metadata cache, asked over the control channel (Metadata),
+   holds exactly what ZooKeeper says: the live brokers, the controller epoch, and every
+   partition's leader, leader epoch, ISR and replicas;
+5. `replay`: the replay of every node's journal finds no violation (in particular no write
+   accepted from a fenced controller): `kctl replay` on Spark, or the same fold and audit in
+   this process (`replay.local`);
+6. `processes`: no node process exited unless the harness stopped it.
+
+Checks 1-4 read the live cluster and are repeated until they all pass (that is "settled");
+5 runs on the journals once the nodes are stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+
+from controller_core.values import TopicPartition
+
+from .. import admin, zkdata, zkpaths
+from .. import requests as Q
+from ..channel import ControlChannelError, ControlClient
+from ..zk import NoNode, ZkSession
+
+SAMPLES = 10  # problems listed per check (all are counted)
+
+
+@attrs.frozen
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    count: int = 0  # problems found
+    problems: tuple[str, ...] = ()  # the first SAMPLES of them
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "problems_found": self.count,
+                "problems": list(self.problems)}
+
+
+def _check(name: str, problems: list[str], passed: str, failed: str) -> Check:
+    if problems:
+        return Check(name, False, failed.format(n=len(problems)), len(problems), tuple(problems[:SAMPLES]))
+    return Check(name, True, passed)
+
+
+@attrs.frozen
+class ClusterView:
+    """One read of everything the checks look at in ZooKeeper."""
+
+    brokers: dict  # id -> BrokerInfo
+    controller_epoch: int
+    assignments: dict  # topic -> {partition: ReplicaAssignment}
+    states: dict  # TopicPartition -> LeaderIsr
+    marked: frozenset  # topics under /admin/delete_topics
+    configs: frozenset  # topics with /config/topics/<t>
+    reassigning: tuple  # ((TopicPartition, target replicas), ...) in /admin/reassign_partitions
+
+
+async def _children(zk: ZkSession, path: str) -> list[str]:
+    try:
+        return sorted(await zk.get_children(path))
+    except NoNode:
+        return []
+
+
+async def read_cluster(zk: ZkSession) -> ClusterView:
+    brokers = await admin.live_brokers(zk)
+    try:
+        data, _ = await zk.get(zkpaths.CONTROLLER_EPOCH)
+        epoch = zkdata.decode_controller_epoch(data)
+    except NoNode:
+        epoch = 0
+    topics = await _children(zk, zkpaths.TOPICS)
+    found = await zk.get_many([zkpaths.topic(t) for t in topics])
+    assignments = {}
+    for t in topics:
+        value = found.get(zkpaths.topic(t))
+        if value is not None:
+            assignments[t] = zkdata.decode_topic_assignment(value[0], topic=t)
+    paths = {TopicPartition(t, p): zkpaths.partition_state(t, p) for t, a in assignments.items() for p in a}
+    values = await zk.get_many(paths.values())
+    states = {}
+    for tp, path in paths.items():
+        value = values.get(path)
+        if value is not None:
+            states[tp] = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
+    try:
+        data, _ = await zk.get(zkpaths.REASSIGN_PARTITIONS)
+        reassigning = tuple(zkdata.decode_reassignment(data))
+    except NoNode:
+        reassigning = ()
+    return ClusterView(brokers, epoch, assignments, states, frozenset(await _children(zk, zkpaths.DELETE_TOPICS)),
+                       frozenset(await _children(zk, zkpaths.CONFIG_TOPICS)), reassigning)
+
+
+# -- 1. leaders ---------------------------------------------------------------------------------------
+
+
+def check_leaders(view: ClusterView) -> Check:
+    live = set(view.brokers)
+    problems = []
+    total = 0
+    for topic, assignment in sorted(view.assignments.items()):
+        if topic in view.marked:
+            continue  # being deleted: check 3's business
+        for p, ra in sorted(assignment.items()):
+            total += 1
+            tp = TopicPartition(topic, p)
+            if not live & set(ra.replicas):
+                continue  # no live replica: nobody can lead it
+            li = view.states.get(tp)
+            if li is None:
+                problems.append(f"{tp}: no state znode (replicas {list(ra.replicas)})")
+            elif li.leader < 0:
+                problems.append(f"{tp}: no leader (isr {list(li.isr)}, replicas {list(ra.replicas)})")
+            elif li.leader not in live:
+                problems.append(f"{tp}: leader {li.leader} is not live")
+            elif li.leader not in li.isr:
+                problems.append(f"{tp}: leader {li.leader} is not in its isr {list(li.isr)}")
+            elif not set(li.isr) <= set(ra.replicas):
+                problems.append(f"{tp}: isr {list(li.isr)} is not within the assignment {list(ra.replicas)}")
+    return _check("leaders", problems, f"all {total} partitions have a live leader in their ISR, ISR within "
+                  "the assignment", "{n} partition(s) without a proper leader or ISR")
+
+
+# -- 2. reassignments -------------------------------------------------------------------------------
+
+
+def check_reassignments(view: ClusterView, requested=None) -> Check:
+    """`requested`: {TopicPartition: target} of the reassignments the admin tool wrote."""
+    live = set(view.brokers)
+    problems = []
+    waiting = 0
+    for tp, target in view.reassigning:
+        if set(target) <= live:
+            problems.append(f"{tp} -> {list(target)}: still in /admin/reassign_partitions, every target is live")
+        else:
+            waiting += 1
+    listed = {tp for tp, _ in view.reassigning}
+    for topic, assignment in sorted(view.assignments.items()):
+        for p, ra in sorted(assignment.items()):
+            tp = TopicPartition(topic, p)
+            if ra.is_being_reassigned and tp not in listed and set(ra.target_replicas) <= live:
+                problems.append(f"{tp}: topic znode still has adding {list(ra.adding)} / removing "
+                                f"{list(ra.removing)} with no reassignment requested")
+    done = 0
+    for tp, target in sorted((requested or {}).items()):
+        ra = view.assignments.get(tp.topic, {}).get(tp.partition)
+        if ra is None or tp.topic in view.marked or tp in listed:
+            continue  # deleted since, or pending (above)
+        if tuple(ra.replicas) != tuple(target):
+            problems.append(f"{tp}: reassignment to {list(target)} was requested and is not pending, but the "
+                            f"replicas are {list(ra.replicas)}")
+        else:
+            done += 1
+    passed = (f"{done} requested reassignment(s) done, " +
+              ("none left" if not view.reassigning else f"{waiting} partition(s) wait for a dead target"))
+    return _check("reassignments", problems, passed, "{n} reassignment(s) stuck with live targets")
+
+
+# -- 3. deletions ------------------------------------------------------------------------------------
+
+
+def check_deletions(view: ClusterView, requested) -> Check:
+    problems = []
+    for topic in sorted(requested):
+        left = [what for what, there in (("/brokers/topics", topic in view.assignments),
+                                         ("/config/topics", topic in view.configs),
+                                         ("/admin/delete_topics", topic in view.marked)) if there]
+        if left:
+            problems.append(f"{topic}: deletion requested, still in {', '.join(left)}")
+    for topic in sorted(view.marked - set(requested)):
+        problems.append(f"{topic}: /admin/delete_topics/{topic} is left")
+    return _check("deletions", problems, f"all {len(requested)} deleted topic(s) are gone, no marker left",
+                  "{n} deletion(s) not completed")
+
+
+# -- 4. metadata ---------------------------------------------------------------------------------------
+
+
+def expected_metadata(view: ClusterView) -> dict[str, dict]:
+    out = {}
+    for topic, assignment in view.assignments.items():
+        if topic in view.marked:
+            continue
+        for p, ra in assignment.items():
+            li = view.states.get(TopicPartition(topic, p))
+            if li is not None:
+                out[f"{topic}-{p}"] = {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+                                       "replicas": list(ra.replicas)}
+    return out
+
+
+async def ask_metadata(host: str, port: int, timeout: float = 15.0) -> dict:
+    client = ControlClient(host, port)
+    try:
+        return await client.request(Q.METADATA, {}, timeout=timeout)
+    finally:
+        await client.close()
+
+
+async def check_metadata(view: ClusterView) -> Check:
+    expected = expected_metadata(view)
+    live = sorted(view.brokers)
+    marked = view.marked
+    answers = await asyncio.gather(*(ask_metadata(b.host, b.port) for b in view.brokers.values()),
+                                   return_exceptions=True)
+    problems = []
+    for (b, info), answer in zip(view.brokers.items(), answers):
+        if isinstance(answer, (ControlChannelError, OSError)):
+            problems.append(f"broker {b} at {info.host}:{info.port}: no Metadata answer: {answer}")
+            continue
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer.get("error"):
+            problems.append(f"broker {b}: Metadata refused: {answer['error']}: {answer.get('message')}")
+            continue
+        if answer.get("brokers") != live:
+            problems.append(f"broker {b}: live brokers {answer.get('brokers')} in its cache, ZooKeeper has {live}")
+        if answer.get("controller_epoch") != view.controller_epoch:
+            problems.append(f"broker {b}: controller epoch {answer.get('controller_epoch')} in its cache, "
+                            f"ZooKeeper has {view.controller_epoch}")
+        cache = {k: v for k, v in (answer.get("partitions") or {}).items() if k.rsplit("-", 1)[0] not in marked}
+        for key in sorted(set(expected) | set(cache), key=_partition_order):
+            want, got = expected.get(key), cache.get(key)
+            if want == got:
+                continue
+            if got is None:
+                problems.append(f"broker {b}: {key} missing from its cache (ZooKeeper: {_show(want)})")
+            elif want is None:
+                problems.append(f"broker {b}: {key} in its cache ({_show(got)}) but not in ZooKeeper")
+            else:
+                problems.append(f"broker {b}: {key} is {_show(got)} in its cache, {_show(want)} in ZooKeeper")
+    return _check("metadata", problems, f"{len(live)} brokers' caches equal ZooKeeper ({len(expected)} partitions)",
+                  "{n} difference(s) between the brokers' caches and ZooKeeper")
+
+
+def _partition_order(key: str):
+    topic, _, p = key.rpartition("-")
+    return (topic, int(p) if p.isdigit() else -1)
+
+
+def _show(v: dict) -> str:
+    return (f"leader {v['leader']} epoch {v['leader_epoch']} isr {v['isr']} replicas {v['replicas']}"
+            if isinstance(v, dict) and "leader" in v else repr(v))
+
+
+async def cluster_checks(zk: ZkSession, requested_deletions) -> list[Check]:
+    """Checks 1-4 on one read of ZooKeeper."""
+    view = await read_cluster(zk)
+    return [check_leaders(view), check_reassignments(view), check_deletions(view, requested_deletions),
+            await check_metadata(view)]
+
+
+# -- 5. replay ---------------------------------------------------------------------------------------
+
+
+def replay_local(journals: Path, out: Path) -> Check:
+    """The fold and audit in this process (replay.local); violations are saved to
+    `out/replay-violations.json`."""
+    from replay import history
+    from replay.local import replay
+
+    result = replay(journals)
+    violations = [f for f in result.findings if f["severity"] == "violation"]
+    _, counts = history.verdict(result.findings)
+    (out / "replay-violations.json").write_text(json.dumps(violations, indent=1, default=str))
+    problems = [f"{f['rule']}: {f.get('detail')} ({f.get('journal')} seq {f.get('seq')})" for f in violations]
+    events = result.stats.get("events", 0)
+    return _check("replay", problems, f"replay.local: {events:,} events from {result.stats.get('journals', 0)} "
+                  f"journals, no violation ({counts.get('warning', 0)} warnings)",
+                  "replay.local: {n} violation(s), see replay-violations.json")
+
+
+def replay_spark(journals: Path, out: Path) -> Check:
+    """`kctl replay` (the Spark job) in a child process; its output goes to `out/replay.log`,
+    its report to `out/replay/`."""
+    report = out / "replay"
+    with open(out / "replay.log", "wb") as log:
+        code = subprocess.run([sys.executable, "-m", "adapters.cli", "replay", "--journal", str(journals),
+                               "--out", str(report)], stdout=log, stderr=subprocess.STDOUT).returncode
+    try:
+        summary = json.loads((report / "summary.json").read_text())
+    except (OSError, ValueError):
+        return Check("replay", False, f"kctl replay exited {code} without a summary (see replay.log)", 1,
+                     (f"kctl replay exit status {code}",))
+    counts = summary.get("counts") or []
+    problems = [f"{rule}: {n}" for severity, rule, n in counts if severity == "violation"]
+    violations = sum(n for severity, _, n in counts if severity == "violation")
+    stats = summary.get("stats") or {}
+    if code != 0 and not problems:
+        problems = [f"kctl replay exit status {code}"]
+    if problems:
+        return Check("replay", False, f"kctl replay (Spark): {violations} violation(s); report in {report}",
+                     max(violations, 1), tuple(problems[:SAMPLES]))
+    warnings = sum(n for severity, _, n in counts if severity == "warning")
+    return Check("replay", True, f"kctl replay (Spark): {stats.get('events', 0):,} events from "
+                 f"{stats.get('journals', 0)} journals, no violation ({warnings} warnings)")
+
+
+# -- 6. processes ------------------------------------------------------------------------------------
+
+
+def check_processes(exits: list[dict]) -> Check:
+    problems = [f"node {e['node']} exited with code {e['code']}: {e['log_tail'].splitlines()[-1] if e['log_tail'] else ''}"
+                for e in exits]
+    return _check("processes", problems, "no node exited unless stopped by the harness",
+                  "{n} unexpected node exit(s)")

@@ -1,0 +1,249 @@
+"""The fault scheduler: which fault, when, on which node, for how long.
+
+Every `fault_interval` seconds on average a fault kind is drawn (weights below) and started as an
+episode of its own, so faults overlap; an episode claims the node it breaks, and at most
+`max_impaired` nodes are claimed at once (the admin workload's controlled shutdowns claim from
+the same pool). Every draw uses the same number of random numbers whatever the cluster looks
+like, so a seed gives the same sequence of decisions; which broker "the controller" is at that
+moment is up to the cluster.
+
+| kind | what happens |
+|---|---|
+| kill-broker / kill-controller | SIGKILL (the controller is found via `/controller`), down 0.5 s to 2 session timeouts, restarted |
+| pause-controller / pause-broker | SIGSTOP for 1.3 to 2 session timeouts (a long GC pause: the session expires, a zombie wakes up), then SIGCONT |
+| expire-session | ZooKeeper expires the node's session (a second handle on its session id and password) |
+| zk-restart | the ZooKeeper server is stopped and started on the same data directory (embedded server only) |
+| proxy-delay | 50 to 650 ms added each way on the node's link to ZooKeeper, for 2 to 8 s |
+| proxy-cut | the node's link is reset and refused for 0.5 s to 2 session timeouts |
+| proxy-blackhole | the node's link forwards nothing for 1 to 3 session timeouts (packets silently held) |
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from typing import Callable, NamedTuple
+
+from ..cluster import controller
+from ..zk import ZkError, ZkSession
+from .fleet import Fleet
+
+log = logging.getLogger("kctl.chaos")
+
+WEIGHTS = {
+    "kill-broker": 3,
+    "kill-controller": 2,
+    "pause-controller": 2,
+    "pause-broker": 1,
+    "expire-session": 2,
+    "zk-restart": 1,
+    "proxy-delay": 2,
+    "proxy-cut": 2,
+    "proxy-blackhole": 1,
+}
+SETTLE_AFTER = 2.0  # seconds a node stays claimed after its fault is undone (it re-registers)
+
+
+class Draw(NamedTuple):
+    kind: str
+    pick: float  # which eligible node
+    hold: float  # how long, as a fraction of the kind's range
+    amount: float  # how much (the delay)
+    pause: float  # seconds until the next fault
+
+
+class Claims:
+    """The nodes under a fault or an admin operation right now, shared by both."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.nodes: set[int] = set()
+
+    def free(self) -> bool:
+        return len(self.nodes) < self.limit
+
+
+class Faults:
+    def __init__(self, fleet: Fleet, zk: ZkSession, rng, claims: Claims, record: Callable[..., None],
+                 interval: float, kinds: dict[str, int] | None = None):
+        self.fleet = fleet
+        self.zk = zk
+        self.rng = rng
+        self.claims = claims
+        self.record = record
+        self.interval = interval
+        weights = dict(kinds or WEIGHTS)
+        if not fleet.embedded:
+            weights.pop("zk-restart", None)  # not ours to restart
+        self.kinds = sorted(weights)
+        self.weights = [weights[k] for k in self.kinds]
+        self.session_s = fleet.config.session_timeout_ms / 1000
+        self.injected: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.active: dict[asyncio.Task, str] = {}
+        self._zk_restarting = False
+
+    def draw(self) -> Draw:
+        rng = self.rng
+        kind = rng.choices(self.kinds, self.weights)[0]
+        return Draw(kind, rng.random(), rng.random(), rng.random(), self.interval * rng.uniform(0.5, 1.5))
+
+    async def run(self, until: float) -> None:
+        """Start episodes until `until` (time.monotonic())."""
+        while True:
+            d = self.draw()
+            await asyncio.sleep(min(d.pause, max(0.0, until - time.monotonic())))
+            if time.monotonic() >= until:
+                return
+            task = asyncio.create_task(self._episode(d), name=f"fault-{d.kind}")
+            self.active[task] = d.kind
+            task.add_done_callback(lambda t: self.active.pop(t, None))
+
+    async def stop(self) -> None:
+        """Cancel the running episodes (their faults are undone by `Fleet.heal_all`)."""
+        tasks = list(self.active)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- episodes --------------------------------------------------------------------------------
+
+    async def _episode(self, d: Draw) -> None:
+        try:
+            await getattr(self, "_" + d.kind.replace("-", "_"))(d)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a fault that could not be injected is recorded, not fatal
+            log.warning("fault %s failed: %r", d.kind, exc)
+            self.skipped[f"{d.kind}: {type(exc).__name__}"] += 1
+            self.record("fault-failed", d.kind, detail=repr(exc))
+
+    async def _target(self, d: Draw, want_controller: bool | None) -> int | None:
+        """The node to break: the controller, a non-controller, or any (None). None: skip."""
+        if not self.claims.free():
+            self.skipped[f"{d.kind}: {self.claims.limit} nodes already impaired"] += 1
+            return None
+        eligible = [b for b in self.fleet.ids if b not in self.claims.nodes and self.fleet.running(b)
+                    and b not in self.fleet.paused]
+        if want_controller is not None:
+            try:
+                holder, _ = await asyncio.wait_for(controller(self.zk), 5)
+            except (ZkError, asyncio.TimeoutError):
+                self.skipped[f"{d.kind}: ZooKeeper unreachable"] += 1
+                return None
+            if want_controller:
+                eligible = [b for b in eligible if b == holder]
+            else:
+                eligible = [b for b in eligible if b != holder]
+        if not eligible:
+            self.skipped[f"{d.kind}: no eligible node"] += 1
+            return None
+        b = eligible[int(d.pick * len(eligible))]
+        self.claims.nodes.add(b)
+        return b
+
+    @contextlib.asynccontextmanager
+    async def _claimed(self, b: int):
+        """Node b stays claimed while its fault lasts and SETTLE_AFTER seconds more (not when
+        the episode is cancelled: the heal takes over then)."""
+        try:
+            yield
+            await asyncio.sleep(SETTLE_AFTER)
+        finally:
+            self.claims.nodes.discard(b)
+
+    async def _kill(self, d: Draw, want_controller: bool) -> None:
+        b = await self._target(d, want_controller)
+        if b is None:
+            return
+        async with self._claimed(b):
+            down = 0.5 + d.hold * 2 * self.session_s
+            await self.fleet.kill(b)
+            self._injected(d.kind, b, f"SIGKILL, restart after {down:.1f} s")
+            await asyncio.sleep(down)
+            await self.fleet.start_node(b)
+
+    async def _kill_broker(self, d: Draw) -> None:
+        await self._kill(d, False)
+
+    async def _kill_controller(self, d: Draw) -> None:
+        await self._kill(d, True)
+
+    async def _pause(self, d: Draw, want_controller: bool) -> None:
+        b = await self._target(d, want_controller)
+        if b is None:
+            return
+        async with self._claimed(b):
+            held = self.session_s * (1.3 + 0.7 * d.hold)
+            self.fleet.pause(b)
+            self._injected(d.kind, b, f"SIGSTOP for {held:.1f} s (session timeout {self.session_s:g} s)")
+            await asyncio.sleep(held)
+            self.fleet.resume(b)
+
+    async def _pause_controller(self, d: Draw) -> None:
+        await self._pause(d, True)
+
+    async def _pause_broker(self, d: Draw) -> None:
+        await self._pause(d, False)
+
+    async def _expire_session(self, d: Draw) -> None:
+        if self.fleet.zookeeper_down:
+            self.skipped[f"{d.kind}: ZooKeeper is restarting"] += 1
+            return
+        b = await self._target(d, None)
+        if b is None:
+            return
+        async with self._claimed(b):
+            session = await self.fleet.expire(b)
+            if session is None:
+                self.skipped[f"{d.kind}: no session known"] += 1
+                return
+            self._injected(d.kind, b, f"session 0x{session:x} expired")
+
+    async def _zk_restart(self, d: Draw) -> None:
+        if self._zk_restarting:
+            self.skipped[f"{d.kind}: already restarting"] += 1
+            return
+        self._zk_restarting = True
+        try:
+            self._injected(d.kind, None, "stop and start on the same data directory")
+            down = await self.fleet.restart_zookeeper()
+            self.record("zk-restarted", d.kind, detail=f"down {down:.1f} s")
+        finally:
+            self._zk_restarting = False
+
+    async def _proxy(self, d: Draw, action: Callable[[int], str], hold: float) -> None:
+        b = await self._target(d, None)
+        if b is None:
+            return
+        async with self._claimed(b):
+            what = action(b)
+            self._injected(d.kind, b, f"{what} for {hold:.1f} s")
+            await asyncio.sleep(hold)
+            self.fleet.proxies[b].heal()
+
+    async def _proxy_delay(self, d: Draw) -> None:
+        delay = 0.05 + 0.6 * d.amount
+
+        def act(b: int) -> str:
+            self.fleet.proxies[b].set_delay(delay)
+            return f"+{delay * 1000:.0f} ms each way"
+        await self._proxy(d, act, 2 + 6 * d.hold)
+
+    async def _proxy_cut(self, d: Draw) -> None:
+        def act(b: int) -> str:
+            self.fleet.proxies[b].cut()
+            return "cut"
+        await self._proxy(d, act, 0.5 + 2 * self.session_s * d.hold)
+
+    async def _proxy_blackhole(self, d: Draw) -> None:
+        def act(b: int) -> str:
+            self.fleet.proxies[b].blackhole()
+            return "black hole"
+        await self._proxy(d, act, self.session_s * (1 + 2 * d.hold))
+
+    def _injected(self, kind: str, node: int | None, detail: str) -> None:
+        self.injected[kind] += 1
+        self.record("fault", kind, node=node, detail=detail)

@@ -1,0 +1,254 @@
+"""What the chaos soak runs and breaks: ZooKeeper, one proxy per node, the node processes.
+
+Each node is a real `kctl node` process (adapters/cluster.py) whose `--zookeeper` is its own
+`TcpProxy` in front of the one ZooKeeper server, so a network fault hits one node only. The
+harness itself (admin work, checks, session expiry) talks to ZooKeeper directly.
+
+The low-level faults are here, each one awaitable and none blocking the event loop (the proxies
+run on the same loop: a blocked loop would partition every node at once):
+`kill`, `start_node`, `pause`/`resume`, `terminate` (SIGTERM: controlled shutdown), `expire`
+(ZooKeeper's own session expiry, through a second handle on the node's session),
+`restart_zookeeper`, and the proxies' `set_delay`/`cut`/`blackhole`/`heal`. `heal_all()` undoes
+everything at once.
+
+A node that exits when the harness did not ask it to is recorded in `unexpected_exits` (with
+the tail of its log) and started again, as a supervisor would.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import signal
+import time
+import uuid
+from pathlib import Path
+
+from ..cluster import LocalCluster, NodeProcess
+from ..tcpproxy import TcpProxy
+from ..zk import ZkSession, force_expire, parse_connect_string
+from ..zookeeper_server import EmbeddedZooKeeper
+from .config import ChaosConfig
+
+log = logging.getLogger("kctl.chaos")
+
+
+class _ProxiedNodes(LocalCluster):
+    """`LocalCluster` whose node N connects through its own proxy (`connects[N]`)."""
+
+    def __init__(self, connects: dict[int, str], base: Path, settings: dict):
+        super().__init__("unused", base, settings=settings)
+        self.connects = connects
+
+    def node_args(self, broker_id: int, rack: str | None = None, settings: dict | None = None) -> list[str]:
+        args = super().node_args(broker_id, rack, settings)
+        args[args.index("--zookeeper") + 1] = self.connects[broker_id]
+        return args
+
+
+class Fleet:
+    def __init__(self, config: ChaosConfig, base: Path):
+        self.config = config
+        self.base = base
+        self.ids = list(range(1, config.nodes + 1))
+        self.zk_server: EmbeddedZooKeeper | None = None
+        self.zk_host = ""
+        self.zk_port = 0
+        self.chroot = ""
+        self.proxies: dict[int, TcpProxy] = {}
+        self.nodes: _ProxiedNodes | None = None
+        self.on_purpose: set[int] = set()  # nodes stopped or killed by the harness right now
+        self.paused: set[int] = set()
+        self.unexpected_exits: list[dict] = []
+        self.zookeeper_down = False
+        self._watcher: asyncio.Task | None = None
+        self._zk_restart: asyncio.Future | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def embedded(self) -> bool:
+        return self.config.zookeeper is None
+
+    @property
+    def direct(self) -> str:
+        """The harness's own connect string (no proxy)."""
+        return f"{self.zk_host}:{self.zk_port}{self.chroot}"
+
+    @property
+    def journals(self) -> Path:
+        return self.base / "nodes"
+
+    async def start(self) -> None:
+        if self.config.zookeeper is None:
+            self.zk_server = EmbeddedZooKeeper(self.base / "zookeeper")
+            await asyncio.to_thread(self.zk_server.start)
+            self.zk_host, self.zk_port = self.zk_server.host, self.zk_server.port
+            self.chroot = "/chaos"
+        else:
+            hosts, chroot = parse_connect_string(self.config.zookeeper)
+            host, _, port = hosts.split(",")[0].rpartition(":")
+            self.zk_host, self.zk_port = host.strip("[]"), int(port or 2181)
+            # a fresh chroot under the given one: a shared ensemble keeps other clusters apart
+            self.chroot = f"{chroot or ''}/kctl-chaos-{self.config.seed}-{uuid.uuid4().hex[:8]}"
+        for b in self.ids:
+            self.proxies[b] = await TcpProxy(self.zk_host, self.zk_port, name=f"proxy-{b}").start()
+        connects = {b: f"{p.address}{self.chroot}" for b, p in self.proxies.items()}
+        self.nodes = _ProxiedNodes(connects, self.journals, self.config.node_settings())
+        for b in self.ids:
+            self.nodes.start_node(b)
+        self._watcher = asyncio.create_task(self._watch_exits(), name="chaos-exit-watcher")
+
+    async def admin_session(self) -> ZkSession:
+        # a long session: the harness's own view must survive a ZooKeeper restart
+        return await ZkSession.connect(self.direct, session_timeout_ms=30000)
+
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
+        if self.nodes is not None:
+            self.on_purpose.update(self.ids)
+            await asyncio.to_thread(self.nodes.stop_all)
+            for node in self.nodes.nodes.values():
+                _close_log(node)
+        for proxy in self.proxies.values():
+            await proxy.close()
+        if self.zk_server is not None:
+            await asyncio.to_thread(self.zk_server.stop)
+
+    async def stop_nodes(self) -> None:
+        """SIGKILL every node (the journals are complete up to their last fsync)."""
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
+        self.on_purpose.update(self.ids)
+        await asyncio.to_thread(self.nodes.stop_all)
+
+    # -- node faults ---------------------------------------------------------------------------
+
+    def process(self, b: int) -> NodeProcess:
+        return self.nodes.nodes[b]
+
+    def running(self, b: int) -> bool:
+        return self.process(b).running()
+
+    async def kill(self, b: int) -> None:
+        self.on_purpose.add(b)
+        node = self.process(b)
+        node.signal(signal.SIGKILL)
+        await _exited(node, 10)
+        self.paused.discard(b)
+
+    async def start_node(self, b: int) -> None:
+        """(Re)start node b; a no-op if it runs."""
+        if self.running(b):
+            return
+        _close_log(self.process(b))
+        self.nodes.start_node(b)
+        self.on_purpose.discard(b)
+
+    def pause(self, b: int) -> None:
+        self.process(b).signal(signal.SIGSTOP)
+        self.paused.add(b)
+
+    def resume(self, b: int) -> None:
+        self.process(b).signal(signal.SIGCONT)
+        self.paused.discard(b)
+
+    async def terminate(self, b: int, timeout: float) -> int | None:
+        """SIGTERM (a controlled shutdown); the exit code, or None if it did not exit in time
+        (then it is killed)."""
+        self.on_purpose.add(b)
+        node = self.process(b)
+        node.signal(signal.SIGCONT)
+        self.paused.discard(b)
+        node.signal(signal.SIGTERM)
+        code = await _exited(node, timeout)
+        if code is None:
+            node.signal(signal.SIGKILL)
+            await _exited(node, 10)
+        return code
+
+    def session_of(self, b: int) -> tuple[int, bytes] | None:
+        """The ZooKeeper session node b last registered with (from its zk-session.json)."""
+        path = self.journals / f"node-{b}" / "zk-session.json"
+        try:
+            saved = json.loads(path.read_text())
+            return int(saved["session_id"]), base64.b64decode(saved["password"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    async def expire(self, b: int) -> int | None:
+        """Expire node b's session on the server; the session id, or None if none is known."""
+        session = self.session_of(b)
+        if session is None:
+            return None
+        await force_expire(f"{self.zk_host}:{self.zk_port}", *session, timeout=15)
+        return session[0]
+
+    async def restart_zookeeper(self) -> float:
+        """Stop and start the embedded server on the same port and data dir; seconds it was down.
+        The restart runs in a thread that a cancelled caller cannot stop: `heal_all` waits for it."""
+        started = time.monotonic()
+        self.zookeeper_down = True
+        self._zk_restart = asyncio.ensure_future(asyncio.to_thread(self.zk_server.restart, 60))
+        try:
+            await asyncio.shield(self._zk_restart)
+        finally:
+            if self._zk_restart.done():
+                self.zookeeper_down = False
+        return time.monotonic() - started
+
+    # -- healing ---------------------------------------------------------------------------------
+
+    async def heal_all(self) -> None:
+        """Proxies open, ZooKeeper up, every node running and resumed."""
+        for proxy in self.proxies.values():
+            proxy.heal()
+        if self._zk_restart is not None:
+            await asyncio.gather(self._zk_restart, return_exceptions=True)
+            self.zookeeper_down = False
+        if self.zk_server is not None and not self.zk_server.is_running():
+            await asyncio.to_thread(self.zk_server.start, 60)
+        for b in self.ids:
+            if b in self.paused:
+                self.resume(b)
+            if not self.running(b):
+                await self.start_node(b)
+
+    # -- supervision -----------------------------------------------------------------------------
+
+    async def _watch_exits(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            for b in self.ids:
+                node = self.process(b)
+                if b in self.on_purpose or node.running() or node.proc is None:
+                    continue
+                code = node.proc.returncode
+                tail = "\n".join(node.log_text().splitlines()[-15:])
+                log.error("node %d exited by itself with code %s:\n%s", b, code, tail)
+                self.unexpected_exits.append({"node": b, "code": code, "at": time.time(), "log_tail": tail})
+                await asyncio.sleep(1.0)
+                if not self.running(b) and b not in self.on_purpose:
+                    await self.start_node(b)
+
+
+async def _exited(node: NodeProcess, timeout: float) -> int | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = node.proc.poll() if node.proc is not None else 0
+        if code is not None:
+            return code
+        await asyncio.sleep(0.05)
+    return None
+
+
+def _close_log(node: NodeProcess) -> None:
+    handle = getattr(node, "log", None)
+    if handle is not None and not handle.closed:
+        handle.close()

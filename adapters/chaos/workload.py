@@ -1,0 +1,225 @@
+"""The admin workload: what an operator does to the cluster while the faults happen.
+
+Every operation goes through `adapters/admin.py`, the code behind `kctl topics`,
+`kctl reassign-partitions` and `kctl leader-election`, on the harness's own ZooKeeper session;
+a controlled shutdown is a SIGTERM to the node process (what an init system sends), then a
+restart. Each operation ends in one of three outcomes:
+
+- `ok`: the tool did it (written to ZooKeeper, or answered by the controller);
+- `refused`: the tool said no before writing anything (`AdminError`: a reassignment is already
+  running, too few live brokers for the replication factor, ...), as it would to an operator;
+- `failed`: it could not be carried out (ZooKeeper or the controller unreachable, a timeout):
+  expected now and then under faults, and counted.
+
+| kind | what |
+|---|---|
+| create-topic | a new topic `chaos-<n>`, 2 to 11 partitions, replication factor 2 to 3, Kafka's placement (seeded) |
+| add-partitions | 1 to 4 more partitions for an existing topic |
+| delete-topic | mark a `chaos-<n>` topic for deletion (the `base-*` topics stay) |
+| reassign | move 1 to 4 partitions of a topic to other live brokers |
+| preferred-election | ElectLeaders(PREFERRED) for one topic, or for every partition |
+| controlled-shutdown | SIGTERM a node, wait for its exit (code 0 expected), restart it |
+
+The draws use a fixed number of random numbers per operation; what they pick among (the topics,
+the live brokers) is read from ZooKeeper at that moment.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter, defaultdict
+from typing import Callable, NamedTuple
+
+from controller_core.values import TopicPartition
+
+from .. import admin, zkdata, zkpaths
+from ..zk import NoNode, ZkError, ZkSession
+from .faults import SETTLE_AFTER, Claims
+from .fleet import Fleet
+
+log = logging.getLogger("kctl.chaos")
+
+WEIGHTS = {
+    "create-topic": 2,
+    "add-partitions": 2,
+    "delete-topic": 2,
+    "reassign": 3,
+    "preferred-election": 2,
+    "controlled-shutdown": 1,
+}
+OPERATION_TIMEOUT = 30.0
+SHUTDOWN_TIMEOUT = 120.0  # 4 ControlledShutdown attempts of up to 30 s each
+
+
+class Draw(NamedTuple):
+    kind: str
+    a: float
+    b: float
+    seed: int  # for choices among what the cluster holds at the time
+    pause: float
+
+
+class Workload:
+    def __init__(self, fleet: Fleet, zk: ZkSession, rng: random.Random, claims: Claims,
+                 record: Callable[..., None], interval: float, kinds: dict[str, int] | None = None):
+        self.fleet = fleet
+        self.zk = zk
+        self.rng = rng
+        self.claims = claims
+        self.record = record
+        self.interval = interval
+        weights = dict(kinds or WEIGHTS)
+        self.kinds = sorted(weights)
+        self.weights = [weights[k] for k in self.kinds]
+        self.max_rf = fleet.config.rf
+        self.outcomes: dict[str, Counter[str]] = defaultdict(Counter)
+        self.deletions: dict[str, float] = {}  # topic -> when its deletion was requested
+        self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # the last target requested
+        self.created = 0
+        self.shutdowns: set[asyncio.Task] = set()
+
+    def draw(self) -> Draw:
+        rng = self.rng
+        kind = rng.choices(self.kinds, self.weights)[0]
+        return Draw(kind, rng.random(), rng.random(), rng.randrange(2**31), self.interval * rng.uniform(0.5, 1.5))
+
+    async def run(self, until: float) -> None:
+        while True:
+            d = self.draw()
+            await asyncio.sleep(min(d.pause, max(0.0, until - time.monotonic())))
+            if time.monotonic() >= until:
+                return
+            if d.kind == "controlled-shutdown":  # takes long: runs beside the other operations
+                task = asyncio.create_task(self._operate(d, timeout=None), name="controlled-shutdown")
+                self.shutdowns.add(task)
+                task.add_done_callback(self.shutdowns.discard)
+            else:
+                await self._operate(d, timeout=OPERATION_TIMEOUT)
+
+    async def stop(self) -> None:
+        tasks = list(self.shutdowns)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _operate(self, d: Draw, timeout: float | None) -> None:
+        operation = getattr(self, "_" + d.kind.replace("-", "_"))
+        try:
+            async with asyncio.timeout(timeout):
+                outcome, detail = await operation(d)
+        except admin.AdminError as exc:
+            outcome, detail = "refused", str(exc)
+        except (admin.ToolFailure, ZkError, TimeoutError, OSError) as exc:
+            outcome, detail = "failed", f"{type(exc).__name__}: {exc}"
+        if outcome is None:
+            return  # nothing to do (no topic to pick, no node free)
+        self.outcomes[d.kind][outcome] += 1
+        self.record("admin", d.kind, outcome=outcome, detail=detail)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def _topics(self) -> list[str]:
+        """Topics that exist and are not marked for deletion, sorted."""
+        try:
+            names = await self.zk.get_children(zkpaths.TOPICS)
+        except NoNode:
+            names = []
+        try:
+            marked = set(await self.zk.get_children(zkpaths.DELETE_TOPICS))
+        except NoNode:
+            marked = set()
+        return sorted(set(names) - marked)
+
+    async def _assignment(self, topic: str) -> dict:
+        data, _ = await self.zk.get(zkpaths.topic(topic))
+        return zkdata.decode_topic_assignment(data, topic=topic)
+
+    # -- operations: each returns (outcome or None, detail) ---------------------------------------
+
+    async def _create_topic(self, d: Draw):
+        self.created += 1
+        name = f"chaos-{self.created}"
+        partitions = 2 + int(d.a * 10)
+        rf = 2 + int(d.b * (self.max_rf - 1)) if self.max_rf >= 2 else 1
+        await admin.create_topic(self.zk, name, partitions=partitions, replication_factor=rf, seed=d.seed)
+        return "ok", f"{name}: {partitions} partitions, replication factor {rf}"
+
+    async def _add_partitions(self, d: Draw):
+        topics = await self._topics()
+        if not topics:
+            return None, ""
+        topic = topics[int(d.a * len(topics))]
+        current = len(await self._assignment(topic))
+        total = current + 1 + int(d.b * 4)
+        await admin.add_partitions(self.zk, topic, total)
+        return "ok", f"{topic}: {current} -> {total} partitions"
+
+    async def _delete_topic(self, d: Draw):
+        topics = [t for t in await self._topics() if t.startswith("chaos-")]
+        if not topics:
+            return None, ""
+        topic = topics[int(d.a * len(topics))]
+        await admin.delete_topics(self.zk, topic)
+        self.deletions[topic] = time.time()
+        return "ok", topic
+
+    async def _reassign(self, d: Draw):
+        topics = await self._topics()
+        if not topics:
+            return None, ""
+        topic = topics[int(d.a * len(topics))]
+        assignment = await self._assignment(topic)
+        live = sorted(await admin.live_brokers(self.zk))
+        pick = random.Random(d.seed)
+        count = min(len(assignment), 1 + int(d.b * 4))
+        entries = []
+        for p in sorted(pick.sample(sorted(assignment), count)):
+            rf = len(assignment[p].target_replicas)
+            if rf > len(live):
+                raise admin.AdminError(f"{len(live)} live brokers cannot hold {rf} replicas")
+            entries.append((TopicPartition(topic, p), pick.sample(live, rf)))
+        await admin.execute_reassignment(self.zk, entries)
+        self.reassignments.update((tp, tuple(r)) for tp, r in entries)
+        return "ok", ", ".join(f"{tp} -> {','.join(map(str, r))}" for tp, r in entries)
+
+    async def _preferred_election(self, d: Draw):
+        if d.a < 0.3:
+            partitions, what = None, "all partitions"
+        else:
+            topics = await self._topics()
+            if not topics:
+                return None, ""
+            topic = topics[int(d.b * len(topics))]
+            partitions = [TopicPartition(topic, p) for p in sorted(await self._assignment(topic))]
+            what = topic
+        results = await admin.elect_leaders(self.zk, "preferred", partitions, timeout=OPERATION_TIMEOUT - 5)
+        elected = sum(1 for _, error in results if error is None)
+        return "ok", f"{what}: {elected} of {len(results)} partitions moved to their preferred leader"
+
+    async def _controlled_shutdown(self, d: Draw):
+        if not self.claims.free():
+            return None, ""
+        eligible = [b for b in self.fleet.ids if b not in self.claims.nodes and self.fleet.running(b)
+                    and b not in self.fleet.paused]
+        if not eligible:
+            return None, ""
+        b = eligible[int(d.a * len(eligible))]
+        self.claims.nodes.add(b)
+        try:
+            started = time.monotonic()
+            code = await self.fleet.terminate(b, SHUTDOWN_TIMEOUT)
+            took = time.monotonic() - started
+            await asyncio.sleep(0.5 + 2 * d.b)
+            await self.fleet.start_node(b)
+            if code == 0:
+                outcome, detail = "ok", f"node {b} exited 0 after {took:.1f} s, restarted"
+            elif code is None:
+                outcome, detail = "failed", f"node {b} did not exit within {SHUTDOWN_TIMEOUT:.0f} s of SIGTERM (killed)"
+            else:
+                outcome, detail = "failed", f"node {b} exited with code {code} after SIGTERM"
+            await asyncio.sleep(SETTLE_AFTER)
+            return outcome, detail
+        finally:
+            self.claims.nodes.discard(b)
