@@ -22,5 +22,16 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.core_step
 
+# The ten-minute chaos soak (kctl chaos): 5 nodes, ~1,000 partitions, Spark replay of the journals.
+# Everything goes to soak-out/: the console transcript (soak.txt) and the run (run/chaos.json,
+# run/nodes/ journals and logs, run/replay/ report). SEED=N repeats a run's decisions.
+SEED ?= 1
+SOAK_SECONDS ?= 600
+soak: $(STAMP)
+	rm -rf soak-out && mkdir -p soak-out
+	{ $(VENV)/bin/kctl chaos --duration $(SOAK_SECONDS) --seed $(SEED) --partitions 1000 --nodes 5 \
+	    --out soak-out/run; echo $$? > soak-out/status; } 2>&1 | tee soak-out/soak.txt
+	exit $$(cat soak-out/status)
+
 clean:
 	rm -rf $(VENV) build *.egg-info
