@@ -217,6 +217,12 @@ class Fleet:
         for b in self.ids:
             if b in self.paused:
                 self.resume(b)
+            if b in self.on_purpose and self.running(b):
+                # still on its way out (a controlled shutdown): let it finish, then restart it
+                node = self.process(b)
+                if await _exited(node, 60) is None:
+                    node.signal(signal.SIGKILL)
+                    await _exited(node, 10)
             if not self.running(b):
                 await self.start_node(b)
 

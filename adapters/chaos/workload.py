@@ -99,7 +99,10 @@ class Workload:
                 await self._operate(d, timeout=OPERATION_TIMEOUT)
 
     async def stop(self) -> None:
+        """Let running controlled shutdowns finish (they restart their node), up to a limit."""
         tasks = list(self.shutdowns)
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_TIMEOUT + 30)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
