@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import random
 import re
@@ -1435,6 +1436,7 @@ class ZkSession:
         writes: Iterable[tuple[str, bytes, int]],
         chunk_ops: int = DEFAULT_CHUNK_OPS,
         max_chunk_bytes: int = MAX_CHUNK_BYTES,
+        on_landed: Callable[[dict[str, int]], None] | None = None,
     ) -> tuple[dict[str, int], dict[str, tuple[bytes, int] | None]]:
         """Write many znodes conditionally, as epoch-checked multi-ops sent concurrently.
 
@@ -1445,6 +1447,8 @@ class ZkSession:
         (data, version), or None if it is missing. A chunk that failed because of a conflict is
         retried without the conflicting paths. Raises Fenced (with `applied`) if the
         /controller_epoch check fails. `epoch_zk_version=None` writes unfenced (tools, benchmarks).
+        `on_landed(versions)`, if given, is told of each chunk of the first round as soon as it
+        commits (the writer reports a large write's progress with it).
         """
         pending: dict[str, tuple[bytes, int]] = {}
         for path, data, expected in writes:
@@ -1460,8 +1464,17 @@ class ZkSession:
             if creates:
                 await self._ensure_parents_fenced(epoch_zk_version, creates, versions)
             chunks = list(_chunks(list(pending.items()), chunk_ops, max_chunk_bytes))
-            outcomes = await asyncio.gather(
-                *(self._write_chunk(epoch_zk_version, chunk) for chunk in chunks), return_exceptions=True)
+            if on_landed is not None:
+                notify, on_landed = on_landed, None  # the first round only: retries are few
+
+                async def write(chunk):
+                    outcome = await self._write_chunk(epoch_zk_version, chunk)
+                    if isinstance(outcome, dict):
+                        notify(outcome)
+                    return outcome
+            else:
+                write = functools.partial(self._write_chunk, epoch_zk_version)
+            outcomes = await asyncio.gather(*(write(chunk) for chunk in chunks), return_exceptions=True)
             suspects: list[tuple[list, bool]] = []  # (chunk, outcome unknown)
             fenced = None
             for chunk, outcome in zip(chunks, outcomes):

@@ -25,6 +25,12 @@ from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
 
 log = logging.getLogger("kctl.zkwriter")
 
+PROGRESS_EVERY = 2000
+"""A write of at least twice this many partition states reports each time this many more have
+landed (`PartitionStatesWritten(final=False)`), so their LeaderAndIsr and UpdateMetadata go out
+while ZooKeeper writes the rest: on a 10,000-partition failover brokers then work in parallel
+with ZooKeeper instead of after it."""
+
 ORDERED_ATTEMPTS = 5
 """Tries of a topic or admin znode write whose multi-op failed because the tree changed."""
 
@@ -65,12 +71,16 @@ class ZkWriter:
             by_path[path] = w.tp
             predicted[path] = w.leader_isr.zk_version
             writes.append((path, zkdata.encode_partition_state(w.leader_isr), w.expected_version))
+        progress = None
+        if len(writes) >= 2 * PROGRESS_EVERY and not self.sequential:
+            progress = _Progress(self, command.write_id, by_path, predicted)
         t0 = time.perf_counter()
         try:
             if self.sequential:
                 versions, conflicts = await self._write_one_by_one(writes, epoch_zk_version)
             else:
-                versions, conflicts = await self.zk.write_partition_states(epoch_zk_version, writes)
+                versions, conflicts = await self.zk.write_partition_states(
+                    epoch_zk_version, writes, on_landed=progress.landed if progress is not None else None)
         except Fenced as exc:
             self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
             return
@@ -238,3 +248,22 @@ def _describe(c) -> str:
         return f"{type(c).__name__}({c.topic})"
     return type(c).__name__
 
+
+class _Progress:
+    """Collects the chunks of one large write as they commit and reports them in groups of
+    `PROGRESS_EVERY` partitions (only writes that landed at their predicted version)."""
+
+    def __init__(self, writer: "ZkWriter", write_id: int, by_path: dict, predicted: dict):
+        self.writer = writer
+        self.write_id = write_id
+        self.by_path = by_path
+        self.predicted = predicted
+        self.buffer: list = []
+
+    def landed(self, versions: dict[str, int]) -> None:
+        by_path, predicted = self.by_path, self.predicted
+        self.buffer.extend(by_path[p] for p, v in versions.items() if v == predicted[p])
+        if len(self.buffer) >= PROGRESS_EVERY and not self.writer.fenced:
+            landed, self.buffer = tuple(self.buffer), []
+            self.writer.put_event(E.PartitionStatesWritten(at=self.writer.clock(), write_id=self.write_id,
+                                                           landed=landed, final=False))

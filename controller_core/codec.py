@@ -205,9 +205,11 @@ VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYP
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
 VERSIONS["ControllerState"] = 2  # v2: `deferred` (events waiting for a write's outcome)
+VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
 
 UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
+    ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
 }
 """(type name, version) -> function turning a body of that version into one of version + 1."""
 

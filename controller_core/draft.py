@@ -55,6 +55,8 @@ class Outbox:
     - `broker_epochs`: the registration epoch of each broker when the decision was made; a
       request to a broker that has since restarted (or left) is dropped, because it was meant
       for the previous incarnation (Kafka drops a broker's queue when it leaves).
+    - `released`: partitions whose LeaderAndIsr and UpdateMetadata already went out with a
+      progress report of the write (`PartitionStatesWritten(final=False)`).
     """
 
     leader_and_isr: tuple[tuple[int, tuple[TopicPartition, ...], frozenset[TopicPartition]], ...] = ()
@@ -66,6 +68,7 @@ class Outbox:
     intents: PMap = EMPTY  # PMap[TopicPartition, tuple[tuple[str | int, ...], ...]]
     cause: str = ""
     broker_epochs: tuple[tuple[int, int], ...] = ()
+    released: frozenset[TopicPartition] = frozenset()
 
 
 REJECTIONS_LISTED = 5
@@ -440,10 +443,13 @@ def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionIn
                                 a.adding, a.removing, False))
 
 
-def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset()) -> list:
+def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset(),
+                only: frozenset[TopicPartition] | None = None) -> list:
     """Turn a released outbox into broker requests, built from the current state (so they carry
     the znode versions just written). Requests to brokers that are gone are dropped, and
-    partitions in `skip` (their write conflicted and is being re-decided) are left out."""
+    partitions in `skip` (their write conflicted and is being re-decided, or they went out
+    earlier) are left out. With `only` (a write's progress), just the LeaderAndIsr and
+    UpdateMetadata of those partitions go out; the rest waits for the final outcome."""
     commands: list = []
     parts = state.partitions
     brokers = state.brokers
@@ -474,7 +480,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
             continue
         items = []
         for tp in tps:
-            if tp in skip:
+            if tp in skip or (only is not None and tp not in only):
                 continue
             v = view(tp)
             if v is None:
@@ -485,26 +491,28 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
                 broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
                 partitions=tuple(items), live_leaders=live_brokers))
 
-    if outbox.um_brokers:
+    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
         if outbox.um_partitions is ALL:
             tps: Iterable[TopicPartition] = sorted(parts.keys())  # not hash order: replayable
         else:
             tps = outbox.um_partitions
         um = []
         for tp in tps:
-            if tp in skip:
+            if tp in skip or (only is not None and tp not in only):
                 continue
             v = view(tp, for_metadata=True)
             if v is not None:
                 um.append(v)
         um_tuple = tuple(um)
-        for b in sorted(outbox.um_brokers):
+        for b in (sorted(outbox.um_brokers) if um_tuple or only is None else ()):
             broker = brokers.get(b)
             if broker is not None:
                 commands.append(C.SendUpdateMetadata(
                     broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
                     partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
 
+    if only is not None:
+        return commands
     for b, delete, tps in outbox.stop_replica:
         broker = brokers.get(b)
         if broker is not None and tps:

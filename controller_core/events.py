@@ -195,12 +195,19 @@ class PartitionStatesWritten:
     znode version of a landed write only where it differs from the one the write predicted
     (its `leader_isr.zk_version`); ZooKeeper's conditional writes make that list empty, and
     older journals list every landed write. Emitted by the ZooKeeper writer after it split,
-    diagnosed and retried the batch."""
+    diagnosed and retried the batch.
+
+    A large write also reports progress before it finishes: `final=False` outcomes list in
+    `landed` writes that have landed (at their predicted versions) so far, and nothing else; the
+    core sends those partitions' LeaderAndIsr and UpdateMetadata at once, so brokers work while
+    ZooKeeper is still writing the rest. The write stays in flight until its final outcome."""
 
     at: int
     write_id: int
     versions: tuple[tuple[TopicPartition, int], ...] = attrs.field(default=(), converter=_tuple)
     conflicts: tuple[tuple[TopicPartition, LeaderIsr | None], ...] = attrs.field(default=(), converter=_tuple)
+    landed: tuple[TopicPartition, ...] = attrs.field(default=(), converter=_tuple)
+    final: bool = True
 
 
 @frozen

@@ -8,6 +8,8 @@ write is in flight (see `step.py`), the state a retry starts from is exactly Zoo
 """
 from __future__ import annotations
 
+import attrs
+
 from . import partitions as P
 from . import replicas as R
 from .draft import Draft, emit_outbox
@@ -20,6 +22,8 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
     outbox = state.pending.get(event.write_id)
     if outbox is None:
         return state, ()
+    if not event.final:
+        return _progress(state, event, outbox)
     d = Draft(state, cause=f"PartitionStatesWritten({event.write_id})")
     d.pending = state.pending.delete(event.write_id)
     for tp, version in event.versions:
@@ -36,7 +40,7 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
             d.put(tp, PartitionInfo(info.assignment, fresh, info.state, info.replica_states))
     state1, commands1 = d.finish()
     skip = frozenset(tp for tp, _ in event.conflicts)
-    released = emit_outbox(state1, outbox, skip)
+    released = emit_outbox(state1, outbox, skip | outbox.released if outbox.released else skip)
     if not skip:
         return state1, commands1 + tuple(released)
     retry = Draft(state1, cause=f"retry of write {event.write_id} after version conflicts")
@@ -56,6 +60,17 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
         _drop_offline_replicas(retry, tp)
     state2, commands2 = retry.finish()
     return state2, commands1 + tuple(released) + commands2
+
+
+def _progress(state: ControllerState, event: PartitionStatesWritten, outbox) -> tuple[ControllerState, tuple]:
+    """Part of a large write has landed: its partitions' requests go out now (their cached
+    state is what ZooKeeper holds); the write stays pending for the rest and for conflicts."""
+    landed = frozenset(tp for tp in event.landed if tp in outbox.intents and tp not in outbox.released)
+    if not landed:
+        return state, ()
+    commands = emit_outbox(state, outbox, only=landed)
+    outbox = attrs.evolve(outbox, released=outbox.released | landed)
+    return attrs.evolve(state, pending=state.pending.set(event.write_id, outbox)), tuple(commands)
 
 
 def _vanished(d: Draft, tp, info: PartitionInfo) -> None:

@@ -237,7 +237,9 @@ class UnitFold:
     def _history(self, old, new, event, commands, seq, at, etype) -> None:
         cls = type(event)
         epoch = new.epoch if new.active else old.epoch
-        if cls is E.PartitionStatesWritten:
+        if cls is E.PartitionStatesWritten and not event.final:
+            pass  # a large write's progress: its requests went out; the final outcome confirms
+        elif cls is E.PartitionStatesWritten:
             outcome = {"journal": self.journal, "write_id": event.write_id, "seq": seq, "time": at,
                        "versions": [[tp.topic, tp.partition, v] for tp, v in event.versions],
                        "conflicts": [[tp.topic, tp.partition, _li_list(li)] for tp, li in event.conflicts]}

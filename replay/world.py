@@ -29,6 +29,9 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
+PROGRESS_EVERY = 2000
+"""As adapters/zkwriter.py: a write of twice this many states reports its progress in groups."""
+
 START_AT = 1_700_000_000_000
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
@@ -269,7 +272,17 @@ class World:
         if conflicts:
             self.count("write conflicts")
         write_id = c.write_id
-        self.later(self.rng.randint(1, 25), self.deliver, node.id,
+        delay = self.rng.randint(1, 25)
+        if len(c.writes) >= 2 * PROGRESS_EVERY:  # a large write reports its progress first, as the live writer does
+            failed = {tp for tp, _ in conflicts}
+            landed = [pw.tp for pw in c.writes if pw.tp not in failed]
+            for i in range(0, len(landed) - PROGRESS_EVERY + 1, PROGRESS_EVERY):
+                group = tuple(landed[i:i + PROGRESS_EVERY])
+                self.later(delay, self.deliver, node.id,
+                           lambda at, group=group: E.PartitionStatesWritten(at=at, write_id=write_id, landed=group,
+                                                                            final=False))
+                delay += 1
+        self.later(delay, self.deliver, node.id,
                    lambda at: E.PartitionStatesWritten(at=at, write_id=write_id, conflicts=tuple(conflicts)))
         # landed writes are at their predicted versions: not listed, as adapters/zkwriter.py does
 

@@ -489,3 +489,25 @@ def test_failover_accepts_a_topic_whose_partitions_were_reassigned_to_different_
     state, _ = elected(topics={"events": [[1, 2], [2, 3], [3, 1, 2]]})
     assert state.topics["events"].partition_count == 3
     assert leader_isr(state, "events", 2).leader == 3
+
+
+def test_a_large_write_sends_the_requests_of_what_landed_while_the_rest_is_written():
+    given = elected(topics={"t": [[1, 2, 3], [1, 3, 2], [1, 2, 3], [1, 3, 2]]})[0]
+    state, commands = step(given, brokers_changed(2, 3))  # broker 1 led all four
+    (write,) = of_type(commands, C.WritePartitionStates)
+    assert not of_type(commands, C.SendLeaderAndIsr)
+    first = (tp("t", 0), tp("t", 1))
+    state, early = step(state, E.PartitionStatesWritten(at=AT, write_id=write.write_id, landed=first, final=False))
+    assert {v.tp for c in of_type(early, C.SendLeaderAndIsr) for v in c.partitions} == set(first)
+    assert {v.tp for c in of_type(early, C.SendUpdateMetadata) for v in c.partitions} == set(first)
+    assert not of_type(early, C.SendStopReplica) and state.pending  # the write is still in flight
+    later = brokers_changed(2, 3, 4)
+    state, deferred = step(state, later)
+    assert deferred == () and state.deferred == (later,)
+    # t-2 conflicts (its leader... a newer state): the final outcome releases only t-3
+    fresh = LeaderIsr(2, 0, (2, 3), 1, 1)
+    state, final = step(state, E.PartitionStatesWritten(at=AT, write_id=write.write_id,
+                                                        conflicts=((tp("t", 2), fresh),)))
+    sent = [v.tp for c in of_type(final, C.SendLeaderAndIsr) for v in c.partitions]
+    assert tp("t", 3) in sent and not set(first) & set(sent) and tp("t", 2) not in sent
+    assert of_type(final, C.WritePartitionStates)  # t-2 re-decided on the fresh state
