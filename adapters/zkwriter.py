@@ -25,7 +25,7 @@ from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
 
 log = logging.getLogger("kctl.zkwriter")
 
-PROGRESS_EVERY = 2000
+PROGRESS_EVERY = 2500
 """A write of at least twice this many partition states reports each time this many more have
 landed (`PartitionStatesWritten(final=False)`), so their LeaderAndIsr and UpdateMetadata go out
 while ZooKeeper writes the rest: on a 10,000-partition failover brokers then work in parallel

@@ -29,7 +29,7 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
-PROGRESS_EVERY = 2000
+PROGRESS_EVERY = 2500
 """As adapters/zkwriter.py: a write of twice this many states reports its progress in groups."""
 
 START_AT = 1_700_000_000_000
