@@ -1,0 +1,500 @@
+"""ZooKeeper for kctl, the connection and the session: aiozk 0.32.0's, patched.
+
+`_Connection` and `_Session` subclass aiozk's and replace what we cannot use as it is;
+`ZkSession` (adapters/zk.py) runs on a `_Session`, and `force_expire` on a bare `_Connection`.
+
+What aiozk 0.32.0 does that we design around (each one is shown by a test in
+tests/adapters/test_zk.py, against the raw client):
+
+1. No session-state listener. On expiry it silently opens a new session and does not recreate
+   ephemeral nodes. `_Session` below runs its own repair loop, counts sessions (`generation`)
+   and reports `expired` / `established` events; every request is bound to the session it
+   started in and fails with `SessionExpired` instead of silently running in a new one.
+2. When the server closes a connection cleanly (EOF), aiozk's read loop returns without telling
+   anybody, so in-flight requests hang until the heartbeat times out (about the session timeout).
+   `_Connection` reports EOF at once; the session fails the in-flight requests (reads are
+   re-sent after the reconnect, writes raise `ConnectionLost`) and reconnects with a short
+   backoff instead of aiozk's 2, 4, 8... s.
+3. A failed transaction comes back as an empty result. We encode multi-ops ourselves
+   (adapters/zkwire.py) and read the per-operation error codes, which name the first failing
+   operation; `ZkSession.multi()` then re-reads the targets to report every problem, and tells a
+   fenced controller apart.
+4. "host:port/chroot" is not parsed (the port becomes "2181/chroot"): `parse_connect_string`
+   (adapters/zk.py) splits it and `ZkSession` applies the chroot, on every path we send and
+   receive.
+
+Also: aiozk has no `addAuth`; we send the digest AuthRequest on every new connection (ZooKeeper
+keeps auth per connection, not per session), before any other request. And aiozk's SetWatches
+replay is switched off: after any reconnect every watched path is re-read instead
+(adapters/zkwatch.py).
+
+Speed, measured by benchmarks/zk_throughput.py: aiozk encodes and decodes through generic `Part`
+objects, writes one socket send per request and reads each frame with two awaits. Here the hot
+requests are encoded and decoded with precompiled structs (adapters/zkwire.py), everything queued
+in one loop iteration goes out in one write, the read loop dispatches every frame of a socket
+read, and `ZkSession.get_many()` batches its reads into multiRead requests (ZooKeeper 3.6+),
+because the server spends ~60 us of CPU per request and that, not Python, limited
+one-request-per-read.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import time
+from typing import Callable, Sequence
+
+from aiozk import exc as _zexc
+from aiozk import protocol as _proto
+from aiozk.connection import Connection as _AiozkConnection
+from aiozk.session import Session as _AiozkSession
+from aiozk.states import States as _States
+
+from .zkvalues import ConnectionLost, SessionClosed, SessionEvent, SessionExpired, _ServerError
+from .zkwire import _CLOSE_OPCODE, _INT, _PARSERS, _REPLY_HEADER, _WATCH_XID, _Request
+
+log = logging.getLogger("adapters.zk")  # the ZooKeeper client logs under one name: adapters/zk.py's
+
+READ_WINDOW = 4096  # pipelined reads in flight
+
+
+def _consume(future: asyncio.Future) -> None:
+    """Done-callback for futures nobody awaits: mark their exception as retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+# --------------------------------------------------------------------------------------------
+# aiozk patches: connection and session
+
+
+class _Connection(_AiozkConnection):
+    """aiozk's connection, reporting EOF at once and reading whole frames without wait_for."""
+
+    def __init__(self, host, port, watch_handler, on_lost=None):
+        super().__init__(host, port, watch_handler=watch_handler, read_timeout=None)
+        self._on_lost = on_lost
+        self.last_rx = time.monotonic()
+        self._outbox: list[bytes] = []
+        self._flush_scheduled = False
+
+    def send(self, request, xid=None):
+        """aiozk's send, except that the frames queued in one loop iteration go out in a single
+        socket write (one syscall per request was the bottleneck of pipelined reads)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        if self.closing:
+            future.set_exception(_zexc.ConnectError(self.host, self.port))
+            return future
+        if request.special_xid:
+            xid = request.special_xid
+        payload = request.serialize(xid)
+        self.opcode_xref[xid] = request.opcode
+        if xid in _proto.SPECIAL_XIDS:
+            self.pending_specials[xid].append(future)
+        else:
+            self.pending[xid] = future
+        self._outbox.append(_INT.pack(len(payload)) + payload)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+        return future
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._outbox or self.closing:
+            self._outbox.clear()
+            return
+        data = b"".join(self._outbox)
+        self._outbox.clear()
+        try:
+            self.writer.write(data)
+        except Exception as error:
+            log.info("write to %s:%s failed: %r", self.host, self.port, error)
+            if self._on_lost is not None:
+                self._on_lost(self)
+
+    async def read_loop(self):
+        """Replaces aiozk's loop, which returns quietly on EOF (behaviour 2) and reads each
+        frame with two awaits: read what the socket has, dispatch every complete frame in it."""
+        buf = bytearray()
+        reader = self.reader
+        try:
+            while True:
+                chunk = await reader.read(1 << 18)
+                if not chunk:
+                    break  # EOF: the server closed the connection
+                self.last_rx = time.monotonic()
+                buf += chunk
+                offset, end = 0, len(buf)
+                while end - offset >= 4:
+                    (size,) = _INT.unpack_from(buf, offset)
+                    if end - offset - 4 < size:
+                        break
+                    self._dispatch(buf, offset + 4, offset + 4 + size)
+                    offset += 4 + size
+                del buf[:offset]
+        except asyncio.CancelledError:
+            return
+        except (ConnectionError, OSError) as error:
+            log.info("connection to %s:%s failed: %r", self.host, self.port, error)
+        if not self.closing and self._on_lost is not None:
+            self._on_lost(self)
+
+    def _dispatch(self, buf: bytearray, start: int, end: int) -> None:
+        xid, zxid, err = _REPLY_HEADER.unpack_from(buf, start)
+        body = start + _REPLY_HEADER.size
+        if xid == _WATCH_XID:
+            self.watch_handler(_proto.WatchEvent.deserialize(bytes(buf[body:end])))
+            return
+        opcode = self.opcode_xref.pop(xid, None)
+        if err:
+            response = _ServerError(err)
+        else:
+            parser = _PARSERS.get(opcode)
+            if parser is not None:
+                response = parser(buf, body)
+            else:
+                response_class = _proto.response_xref.get(opcode)
+                response = response_class.deserialize(bytes(buf[body:end])) if response_class else None
+        if xid in _proto.SPECIAL_XIDS:
+            waiting = self.pending_specials.get(xid)
+            future = waiting.pop(0) if waiting else None
+        else:
+            future = self.pending.pop(xid, None)
+        if future is None or future.done():
+            return
+        if isinstance(response, Exception):
+            future.set_exception(response)
+        else:
+            future.set_result((zxid, response))
+
+    async def send_connect(self, request):
+        payload = request.serialize()
+        self.writer.write(_INT.pack(len(payload)) + payload)
+        try:
+            return await self.read_response(initial_connect=True)
+        except ConnectionAbortedError:
+            return None
+
+    async def read_response(self, initial_connect=False):
+        try:
+            (size,) = _INT.unpack(await self.reader.readexactly(4))
+            frame = await self.reader.readexactly(size)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            raise ConnectionAbortedError from None
+        self.last_rx = time.monotonic()
+        if initial_connect:
+            return None, None, _proto.ConnectResponse.deserialize(frame)
+        xid, zxid, err = _REPLY_HEADER.unpack_from(frame)
+        if xid == _WATCH_XID:
+            return xid, zxid, _proto.WatchEvent.deserialize(frame[_REPLY_HEADER.size:])
+        opcode = self.opcode_xref.pop(xid, None)
+        if err:
+            return xid, zxid, _ServerError(err)
+        parser = _PARSERS.get(opcode)
+        if parser is not None:
+            return xid, zxid, parser(frame, _REPLY_HEADER.size)
+        response_class = _proto.response_xref.get(opcode)
+        if response_class is None:
+            return xid, zxid, None
+        return xid, zxid, response_class.deserialize(frame[_REPLY_HEADER.size:])
+
+
+def _retire(conn: _Connection | None) -> None:
+    """Close a connection for good and fail its pending requests with ConnectError now."""
+    if conn is None:
+        return
+    conn.closing = True
+    for future in conn.drain_all_pending():
+        if not future.done():
+            future.set_exception(_zexc.ConnectError(conn.host, conn.port))
+            future.add_done_callback(_consume)
+    task = conn.read_loop_task
+    if task is not None and not task.done() and task is not asyncio.current_task():
+        task.cancel()
+    if conn.writer is not None:
+        conn.writer.close()
+
+
+class _SessionRejected(Exception):
+    """The server answered our reconnect with session id 0: the session is dead."""
+
+
+class _Session(_AiozkSession):
+    """aiozk's session with its own repair loop: session identity, events, auth, fast failover.
+
+    `generation` counts the sessions established so far; a request bound to a generation fails
+    with SessionExpired rather than run in a later session."""
+
+    def __init__(self, hosts: str, timeout_s: float, auth: tuple[str, bytes] | None = None):
+        super().__init__(hosts, timeout_s, None, False, None)
+        self.requested_timeout = timeout_s
+        self.auth = auth
+        self.generation = 0
+        self.last_session_id: int | None = None  # the last session established, even once expired
+        self.closed = False
+        self.listener: Callable[[SessionEvent], None] | None = None
+        self.connected_hook: Callable[[bool], None] | None = None
+
+    # -- connections -----------------------------------------------------------------------
+
+    async def make_connection(self, host, port):
+        conn = _Connection(host, port, watch_handler=self.event_dispatch, on_lost=self._connection_lost)
+        try:
+            await asyncio.wait_for(conn.connect(), max(self.timeout, 1.0))
+        except Exception as error:  # refused, timed out, server not serving yet
+            log.debug("cannot connect to %s:%s: %r", host, port, error)
+            if conn.writer is not None:
+                conn.writer.close()
+            return None
+        return conn
+
+    async def find_server(self, allow_read_only):
+        delay = 0.02
+        while True:
+            for host, port in random.sample(self.hosts, len(self.hosts)):
+                conn = await self.make_connection(host, port)
+                if conn is None:
+                    continue
+                if conn.start_read_only and not allow_read_only:
+                    conn.writer.close()
+                    continue
+                self.conn = conn
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def _connection_lost(self, conn: _Connection) -> None:
+        log.info("connection to %s:%s closed by the server", conn.host, conn.port)
+        self._lose(conn)
+
+    def _lose(self, conn: _Connection | None) -> None:
+        _retire(conn)
+        if conn is self.conn and not self.closing and self.state in (_States.CONNECTED, _States.READ_ONLY):
+            self.state.transition_to(_States.SUSPENDED)
+
+    # -- establishing sessions -------------------------------------------------------------
+
+    async def establish_session(self):
+        request = _proto.ConnectRequest(
+            protocol_version=0,
+            last_seen_zxid=self.last_zxid or 0,
+            timeout=int(self.requested_timeout * 1000),
+            session_id=self.session_id or 0,
+            password=self.password,
+            read_only=False,
+        )
+        answer = await self.conn.send_connect(request)
+        if answer is None:
+            raise ConnectionError("the server closed the connection during the handshake")
+        _, _, response = answer
+        if response.session_id == 0:
+            raise _SessionRejected()
+        self.session_id = response.session_id
+        self.password = response.password
+        self.timeout = response.timeout / 1000
+
+    async def repair_loop(self):
+        backoff = 0.02
+        while not self.closing:
+            await self.state.wait_for(_States.SUSPENDED, _States.LOST)
+            if self.closing:
+                break
+            _retire(self.conn)
+            await self.find_server(allow_read_only=False)
+            previous = self.session_id
+            try:
+                await asyncio.wait_for(self.establish_session(), self.timeout)
+                self.conn.start_read_loop()
+                if self.auth is not None:
+                    scheme, credential = self.auth
+                    await asyncio.wait_for(
+                        self.conn.send(_proto.AuthRequest(type=0, scheme=scheme, auth=credential)), self.timeout)
+            except _SessionRejected:
+                _retire(self.conn)
+                log.warning("ZooKeeper session 0x%x has expired", previous or 0)
+                self.session_id, self.password = None, b"\x00"
+                if self.state != _States.LOST:
+                    self.state.transition_to(_States.LOST)
+                self._emit(SessionEvent("expired", previous, None))
+                continue
+            except (asyncio.TimeoutError, ConnectionError, OSError, _zexc.ZKError, _ServerError) as error:
+                log.info("cannot (re)establish the session on %s:%s: %r", self.conn.host, self.conn.port, error)
+                _retire(self.conn)
+                self.last_zxid = 0  # a server with a fresh database refuses clients that saw later zxids
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 0.5)
+                continue
+            backoff = 0.02
+            new_session = self.session_id != previous
+            if new_session:
+                self.generation += 1
+            self.state.transition_to(_States.CONNECTED)
+            self.set_heartbeat()
+            if new_session:
+                log.info("ZooKeeper session 0x%x established (timeout %.1fs)", self.session_id, self.timeout)
+                old, self.last_session_id = self.last_session_id, self.session_id
+                self._emit(SessionEvent("established", old, self.session_id))
+            if self.connected_hook is not None:
+                self.connected_hook(new_session)
+
+    def _emit(self, event: SessionEvent) -> None:
+        if self.listener is not None:
+            self.listener(event)
+
+    async def set_existing_watches(self):
+        """Not used: ZkSession re-reads every watched path after a (re)connect instead."""
+
+    def event_dispatch(self, event):
+        if event.type:
+            callbacks = self.watch_callbacks.get((event.type, event.path))
+            if callbacks:
+                loop = asyncio.get_running_loop()
+                for callback in list(callbacks):
+                    loop.call_soon(callback, event.path)
+            return
+        if event.state in (_proto.WatchEvent.DISCONNECTED, _proto.WatchEvent.SESSION_EXPIRED,
+                           _proto.WatchEvent.AUTH_FAILED):
+            log.warning("ZooKeeper state event %s", event.state)
+            self._lose(self.conn)
+
+    # -- heartbeat: Java's rule, the connection is dead after 2/3 of the timeout in silence --
+
+    def set_heartbeat(self, delay: float | None = None):
+        if self.heartbeat_handle:
+            self.heartbeat_handle.cancel()
+        if self.closing or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        self.heartbeat_handle = loop.call_later(self.timeout / 6 if delay is None else delay,
+                                                self.create_heartbeat)
+
+    async def heartbeat(self):
+        if self.closing or self.closed or self.state != _States.CONNECTED:
+            return
+        conn = self.conn
+        limit = self.timeout * 2 / 3
+        if time.monotonic() - conn.last_rx > limit:
+            # Our own loop may have been starved (a busy process, a loaded machine) with the
+            # answers sitting in the socket: ping, let the read loop run, then judge.
+            conn.send(_proto.PingRequest()).add_done_callback(_consume)
+            await asyncio.sleep(min(1.0, self.timeout / 6))
+            silence = time.monotonic() - conn.last_rx
+            if conn is self.conn and not conn.closing and silence > limit:
+                log.warning("no answer from %s:%s for %.1fs: reconnecting", conn.host, conn.port, silence)
+                self._lose(conn)
+                return
+        elif time.monotonic() - conn.last_rx > self.timeout / 3 * 0.9:
+            conn.send(_proto.PingRequest()).add_done_callback(_consume)
+        self.set_heartbeat()
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def ensure_safe_state(self, writing=False):
+        while self.state != _States.CONNECTED:
+            if self.closing or self.closed:
+                raise SessionClosed()
+            await self.state.wait_for(_States.CONNECTED)
+
+    def _next_xid(self) -> int:
+        self.xid = self.xid + 1 if self.xid < 0x7FFFFFFF else 1
+        return self.xid
+
+    def _check_generation(self, generation: int | None) -> None:
+        if generation is not None and generation != self.generation:
+            raise SessionExpired(detail="the session this request belonged to is gone")
+
+    async def send(self, request, generation: int | None = None, retry_in_flight: bool = True):
+        """Send one request. Waits while disconnected; re-sends after a reconnect unless
+        `retry_in_flight` is False and it was already on the wire (then ConnectionLost)."""
+        while True:
+            if self.state != _States.CONNECTED:
+                await self.ensure_safe_state()
+            self._check_generation(generation)
+            conn = self.conn
+            if conn.closing:
+                await asyncio.sleep(0.005)
+                continue
+            try:
+                zxid, response = await conn.send(request, xid=self._next_xid())
+            except _zexc.ConnectError:
+                self._lose(conn)
+                if not retry_in_flight:
+                    raise ConnectionLost(getattr(request, "path", None),
+                                         "connection lost with the request in flight: outcome unknown") from None
+                continue
+            if zxid and zxid > (self.last_zxid or 0):
+                self.last_zxid = zxid
+            return response
+
+    async def send_many(self, requests: Sequence[_Request], generation: int | None,
+                        window: int = READ_WINDOW) -> list:
+        """Pipeline idempotent requests (reads): results in order, a _ServerError per failed
+        request; whatever a dropped connection swallowed is re-sent after the reconnect."""
+        results: list = [None] * len(requests)
+        todo = list(range(len(requests)))
+        while todo:
+            if self.state != _States.CONNECTED:
+                await self.ensure_safe_state()
+            self._check_generation(generation)
+            conn = self.conn
+            retry: list[int] = []
+            inflight: collections.deque = collections.deque()
+            max_zxid = 0
+
+            async def collect() -> None:
+                nonlocal max_zxid
+                index, future = inflight.popleft()
+                try:
+                    zxid, response = await future
+                except _ServerError as error:
+                    results[index] = error
+                except _zexc.ConnectError:
+                    retry.append(index)
+                else:
+                    results[index] = response
+                    if zxid and zxid > max_zxid:
+                        max_zxid = zxid
+
+            for index in todo:
+                if len(inflight) >= window:
+                    await collect()
+                inflight.append((index, conn.send(requests[index], xid=self._next_xid())))
+            while inflight:
+                await collect()
+            if max_zxid > (self.last_zxid or 0):
+                self.last_zxid = max_zxid
+            if retry:
+                self._lose(conn)
+            todo = sorted(retry)
+        return results
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def close(self):
+        if self.closed:
+            return
+        self.closing = True
+        if self.repair_loop_task is not None:
+            self.repair_loop_task.cancel()
+        conn = self.conn
+        if self.state == _States.CONNECTED and conn is not None and not conn.closing:
+            future = conn.send(_Request(_CLOSE_OPCODE, b"", True, None), xid=self._next_xid())
+            try:
+                await asyncio.wait_for(future, min(self.timeout, 2.0))
+            except Exception:  # the server may be gone: nothing to do about it
+                pass
+        _retire(conn)
+        if self.heartbeat_handle is not None:
+            self.heartbeat_handle.cancel()
+            self.heartbeat_handle = None
+        self.closed = True
+        if self.state != _States.LOST:
+            self.state.transition_to(_States.LOST)
+        for futures in self.state.futures.values():
+            for future in futures:
+                if not future.done():
+                    future.set_exception(SessionClosed())
+            futures.clear()

@@ -1,0 +1,140 @@
+"""ZooKeeper for kctl, the watches: `Watch` (what `ZkSession.watch_data` and `watch_children`
+return) and `Subscription` (what `ZkSession.on_session_change` returns).
+
+Watches are level-triggered (`Watch`): every firing re-reads the path with a new watch set by
+that read and hands the current value to the callback. ZooKeeper keeps watches per connection,
+so after any reconnect, same session or new, every watched path is simply re-read (aiozk's
+SetWatches replay is switched off): a change made while we were away shows up in that read.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from aiozk import protocol as _proto
+
+from .zkvalues import ConnectionLost, NoNode, SessionClosed, SessionExpired, ZkError
+from .zkwire import _EXISTS, _GET_CHILDREN2, _GET_DATA
+
+if TYPE_CHECKING:
+    from .zk import ZkSession
+
+log = logging.getLogger("adapters.zk")  # the ZooKeeper client logs under one name: adapters/zk.py's
+
+
+class Watch:
+    """A level-triggered watch: each time ZooKeeper fires (or the session reconnects), the path
+    is re-read with a new watch set by that same read, and `callback(current value)` is called.
+    A change during a read either shows in the read or fires the new watch: never lost.
+
+    Callbacks run on the event loop and must not block (enqueue and return)."""
+
+    _DATA_EVENTS = (_proto.WatchEvent.CREATED, _proto.WatchEvent.DELETED, _proto.WatchEvent.DATA_CHANGED)
+    _CHILD_EVENTS = (_proto.WatchEvent.CREATED, _proto.WatchEvent.DELETED, _proto.WatchEvent.CHILDREN_CHANGED)
+
+    def __init__(self, zk: "ZkSession", path: str, kind: str, callback: Callable[[Any], None]):
+        self.path = path
+        self.kind = kind
+        self._zk = zk
+        self._full_path = zk._abs(path)
+        self._callback = callback
+        self._events = self._DATA_EVENTS if kind == "data" else self._CHILD_EVENTS
+        self._dirty = True
+        self._wakeup: asyncio.Future | None = None
+        self._first: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._task: asyncio.Task | None = None
+        self.cancelled = False
+        self.deliveries = 0
+
+    async def _start(self) -> "Watch":
+        for event_type in self._events:
+            self._zk._session.add_watch_callback(event_type, self._full_path, self._trigger)
+        self._task = asyncio.create_task(self._run(), name=f"zk-watch-{self.kind}:{self.path}")
+        await asyncio.shield(self._first)
+        return self
+
+    def _trigger(self, _path: str | None = None) -> None:
+        self._dirty = True
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.cancelled:
+            while not self._dirty:
+                self._wakeup = loop.create_future()
+                await self._wakeup
+            self._dirty = False
+            try:
+                value = await (self._read_data() if self.kind == "data" else self._read_children())
+            except (SessionClosed, asyncio.CancelledError):
+                return
+            except (ConnectionLost, SessionExpired):
+                self._dirty = True
+                continue
+            except ZkError as error:
+                log.warning("watch on %s: %r; retrying in 1s", self.path, error)
+                self._dirty = True
+                await asyncio.sleep(1.0)
+                continue
+            if self.cancelled:
+                return
+            self.deliveries += 1
+            try:
+                self._callback(value)
+            except Exception:
+                log.exception("watch callback for %s failed", self.path)
+            if not self._first.done():
+                self._first.set_result(None)
+
+    async def _read_data(self):
+        zk = self._zk
+        while True:
+            try:
+                return await zk._read(_GET_DATA, self.path, watch=True)
+            except NoNode:
+                pass
+            try:
+                await zk._read(_EXISTS, self.path, watch=True)
+            except NoNode:
+                return None  # the exists watch fires on creation
+
+    async def _read_children(self):
+        zk = self._zk
+        while True:
+            try:
+                names, _ = await zk._read(_GET_CHILDREN2, self.path, watch=True)
+                return sorted(names)
+            except NoNode:
+                pass
+            try:
+                await zk._read(_EXISTS, self.path, watch=True)
+            except NoNode:
+                return None
+
+    def cancel(self) -> None:
+        if self.cancelled:
+            return
+        self.cancelled = True
+        for event_type in self._events:
+            callbacks = self._zk._session.watch_callbacks.get((event_type, self._full_path))
+            if callbacks and self._trigger in callbacks:
+                self._zk._session.remove_watch_callback(event_type, self._full_path, self._trigger)
+        self._zk._watches.discard(self)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if not self._first.done():
+            self._first.cancel()
+
+
+class Subscription:
+    """Returned by `on_session_change`; `cancel()` stops the callbacks."""
+
+    def __init__(self, registry: list, callback):
+        self._registry = registry
+        self.callback = callback
+
+    def cancel(self) -> None:
+        if self in self._registry:
+            self._registry.remove(self)
