@@ -53,7 +53,8 @@ class Check:
                 "problems": list(self.problems)}
 
 
-def _check(name: str, problems: list[str], passed: str, failed: str) -> Check:
+def check_from(name: str, problems: list[str], passed: str, failed: str) -> Check:
+    """A passing check when there are no `problems`; `failed` may use {n}, their number."""
     if problems:
         return Check(name, False, failed.format(n=len(problems)), len(problems), tuple(problems[:SAMPLES]))
     return Check(name, True, passed)
@@ -135,7 +136,7 @@ def check_leaders(view: ClusterView) -> Check:
                 problems.append(f"{tp}: leader {li.leader} is not in its isr {list(li.isr)}")
             elif not set(li.isr) <= set(ra.replicas):
                 problems.append(f"{tp}: isr {list(li.isr)} is not within the assignment {list(ra.replicas)}")
-    return _check("leaders", problems, f"all {total} partitions have a live leader in their ISR, ISR within "
+    return check_from("leaders", problems, f"all {total} partitions have a live leader in their ISR, ISR within "
                   "the assignment", "{n} partition(s) without a proper leader or ISR")
 
 
@@ -171,7 +172,7 @@ def check_reassignments(view: ClusterView, requested=None) -> Check:
             done += 1
     passed = (f"{done} requested reassignment(s) done, " +
               ("none left" if not view.reassigning else f"{waiting} partition(s) wait for a dead target"))
-    return _check("reassignments", problems, passed, "{n} reassignment(s) stuck with live targets")
+    return check_from("reassignments", problems, passed, "{n} reassignment(s) stuck with live targets")
 
 
 # -- 3. deletions ------------------------------------------------------------------------------------
@@ -187,7 +188,7 @@ def check_deletions(view: ClusterView, requested) -> Check:
             problems.append(f"{topic}: deletion requested, still in {', '.join(left)}")
     for topic in sorted(view.marked - set(requested)):
         problems.append(f"{topic}: /admin/delete_topics/{topic} is left")
-    return _check("deletions", problems, f"all {len(requested)} deleted topic(s) are gone, no marker left",
+    return check_from("deletions", problems, f"all {len(requested)} deleted topic(s) are gone, no marker left",
                   "{n} deletion(s) not completed")
 
 
@@ -247,7 +248,7 @@ async def check_metadata(view: ClusterView) -> Check:
                 problems.append(f"broker {b}: {key} in its cache ({_show(got)}) but not in ZooKeeper")
             else:
                 problems.append(f"broker {b}: {key} is {_show(got)} in its cache, {_show(want)} in ZooKeeper")
-    return _check("metadata", problems, f"{len(live)} brokers' caches equal ZooKeeper ({len(expected)} partitions)",
+    return check_from("metadata", problems, f"{len(live)} brokers' caches equal ZooKeeper ({len(expected)} partitions)",
                   "{n} difference(s) between the brokers' caches and ZooKeeper")
 
 
@@ -271,9 +272,9 @@ async def cluster_checks(zk: ZkSession, requested_deletions) -> list[Check]:
 # -- 5. replay ---------------------------------------------------------------------------------------
 
 
-def replay_local(journals: Path, out: Path) -> Check:
+def replay_local(journals: Path, out: Path) -> tuple[Check, dict]:
     """The fold and audit in this process (replay.local); violations are saved to
-    `out/replay-violations.json`."""
+    `out/replay-violations.json`. Returns the check and the replay's statistics."""
     from replay import history
     from replay.local import replay
 
@@ -283,12 +284,12 @@ def replay_local(journals: Path, out: Path) -> Check:
     (out / "replay-violations.json").write_text(json.dumps(violations, indent=1, default=str))
     problems = [f"{f['rule']}: {f.get('detail')} ({f.get('journal')} seq {f.get('seq')})" for f in violations]
     events = result.stats.get("events", 0)
-    return _check("replay", problems, f"replay.local: {events:,} events from {result.stats.get('journals', 0)} "
-                  f"journals, no violation ({counts.get('warning', 0)} warnings)",
-                  "replay.local: {n} violation(s), see replay-violations.json")
+    return check_from("replay", problems, f"replay.local: {events:,} events from {result.stats.get('journals', 0)} "
+                      f"journals, no violation ({counts.get('warning', 0)} warnings)",
+                      "replay.local: {n} violation(s), see replay-violations.json"), result.stats
 
 
-def replay_spark(journals: Path, out: Path) -> Check:
+def replay_spark(journals: Path, out: Path) -> tuple[Check, dict]:
     """`kctl replay` (the Spark job) in a child process; its output goes to `out/replay.log`,
     its report to `out/replay/`."""
     report = out / "replay"
@@ -299,7 +300,7 @@ def replay_spark(journals: Path, out: Path) -> Check:
         summary = json.loads((report / "summary.json").read_text())
     except (OSError, ValueError):
         return Check("replay", False, f"kctl replay exited {code} without a summary (see replay.log)", 1,
-                     (f"kctl replay exit status {code}",))
+                     (f"kctl replay exit status {code}",)), {}
     counts = summary.get("counts") or []
     problems = [f"{rule}: {n}" for severity, rule, n in counts if severity == "violation"]
     violations = sum(n for severity, _, n in counts if severity == "violation")
@@ -308,10 +309,10 @@ def replay_spark(journals: Path, out: Path) -> Check:
         problems = [f"kctl replay exit status {code}"]
     if problems:
         return Check("replay", False, f"kctl replay (Spark): {violations} violation(s); report in {report}",
-                     max(violations, 1), tuple(problems[:SAMPLES]))
+                     max(violations, 1), tuple(problems[:SAMPLES])), stats
     warnings = sum(n for severity, _, n in counts if severity == "warning")
     return Check("replay", True, f"kctl replay (Spark): {stats.get('events', 0):,} events from "
-                 f"{stats.get('journals', 0)} journals, no violation ({warnings} warnings)")
+                 f"{stats.get('journals', 0)} journals, no violation ({warnings} warnings)"), stats
 
 
 # -- 6. processes ------------------------------------------------------------------------------------
@@ -320,5 +321,5 @@ def replay_spark(journals: Path, out: Path) -> Check:
 def check_processes(exits: list[dict]) -> Check:
     problems = [f"node {e['node']} exited with code {e['code']}: {e['log_tail'].splitlines()[-1] if e['log_tail'] else ''}"
                 for e in exits]
-    return _check("processes", problems, "no node exited unless stopped by the harness",
+    return check_from("processes", problems, "no node exited unless stopped by the harness",
                   "{n} unexpected node exit(s)")

@@ -2,10 +2,40 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rich.console import Console, Group
 from rich.table import Table
+
+
+_ELECTED = re.compile(r"broker \d+ is the controller, epoch (\d+)")
+_RESIGNED = re.compile(r"broker \d+ is no longer the controller: (.*)$")
+
+
+def log_stats(logs) -> dict:
+    """Controller changes as the node logs tell them: terms won, the highest epoch, resignations
+    by reason, and partition-state writes refused because their controller had been fenced (a
+    zombie's late writes)."""
+    elected = fenced = 0
+    epoch = 0
+    resigned: dict[str, int] = {}
+    for path in logs:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if (m := _ELECTED.search(line)) is not None:
+                elected += 1
+                epoch = max(epoch, int(m.group(1)))
+            elif (m := _RESIGNED.search(line)) is not None:
+                reason = m.group(1).split(":")[0].strip()
+                resigned[reason] = resigned.get(reason, 0) + 1
+            elif "kctl.zkwriter: fenced:" in line:
+                fenced += 1
+    return {"controller_terms": elected, "last_epoch": epoch, "resignations": dict(sorted(resigned.items())),
+            "fenced_writes": fenced}
 
 
 def status_line(s: dict) -> str:
@@ -51,7 +81,22 @@ def tables(report: dict) -> Group:
                f"{report['partitions_at_end']} partitions at the end ({report['partitions']} at the start)\n"
                f"violations: {report['violations']}   time to settle: "
                f"{'not settled' if settle is None else f'{settle:.1f} s'}   verdict: {verdict}")
+    c = report.get("controllers") or {}
+    if c:
+        summary += (f"\ncontroller terms: {c['controller_terms']} (last epoch {c['last_epoch']}), resignations: "
+                    f"{sum(c['resignations'].values())}, late writes fenced: {c['fenced_writes']}")
+    r = report.get("replay_stats") or {}
+    if r.get("recovery_ms_per_failure"):
+        rec, off = r["recovery_ms_per_failure"], r.get("offline_ms_per_partition") or {}
+        summary += (f"\nreplay: {r.get('events', 0):,} events; recovery after a broker failure: median "
+                    f"{_ms(rec.get('median'))}, p99 {_ms(rec.get('p99'))}, max {_ms(rec.get('max'))} "
+                    f"({rec.get('count', 0)} failures); offline time per partition: median "
+                    f"{_ms(off.get('median'))}, max {_ms(off.get('max'))}")
     return Group(faults, ops, checks, summary)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
 
 
 def write_json(out: Path, report: dict) -> Path:

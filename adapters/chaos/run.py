@@ -67,6 +67,7 @@ class Run:
         self.work: Workload | None = None
         self.controller: tuple[int | None, int] = (None, 0)
         self.timings: dict[str, float] = {}
+        self.replay_stats: dict = {}
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -106,6 +107,7 @@ class Run:
             while True:
                 await asyncio.sleep(STATUS_EVERY)
                 self.console.print(R.status_line(self.status()), highlight=False, soft_wrap=True)
+                self.console.file.flush()  # a pipe (make soak | tee) would hold the lines back
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=self.console,
                       transient=True) as progress:
             task = progress.add_task(R.status_line(self.status()), total=self.config.duration)
@@ -212,7 +214,7 @@ class Run:
         problems = [f"node {b} is not registered" for b in missing]
         if holder is None:
             problems.append("no controller is elected")
-        cluster = K._check("cluster", problems, f"all {len(self.fleet.ids)} nodes registered, controller {holder}",
+        cluster = K.check_from("cluster", problems, f"all {len(self.fleet.ids)} nodes registered, controller {holder}",
                            "{n} problem(s): nodes missing or no controller")
         return [cluster, K.check_leaders(view), K.check_reassignments(view, self.work.reassignments),
                 K.check_deletions(view, self.work.deletions), await K.check_metadata(view)]
@@ -224,9 +226,9 @@ class Run:
         out = self.base
         mode = self.config.replay
         if mode == "local":
-            replayed = await asyncio.to_thread(K.replay_local, self.fleet.journals, out)
+            replayed, self.replay_stats = await asyncio.to_thread(K.replay_local, self.fleet.journals, out)
         elif mode == "spark":
-            replayed = await asyncio.to_thread(K.replay_spark, self.fleet.journals, out)
+            replayed, self.replay_stats = await asyncio.to_thread(K.replay_spark, self.fleet.journals, out)
         else:
             replayed = K.Check("replay", True, "not run (--replay none)")
         self.timings["replay"] = time.monotonic() - started
@@ -260,6 +262,10 @@ class Run:
             "passed": not failed,
             "failed_checks": failed,
             "unexpected_exits": self.fleet.unexpected_exits,
+            "controllers": R.log_stats(sorted(self.fleet.journals.glob("node-*.log"))),
+            "replay_stats": {k: v for k, v in self.replay_stats.items()
+                             if k in ("events", "journals", "segments", "units", "step_seconds", "wall_seconds",
+                                      "offline_ms_per_partition", "recovery_ms_per_failure")},
             "proxies": {b: dict(p.counts) for b, p in self.fleet.proxies.items()},
             "phase_seconds": {k: round(v, 2) for k, v in self.timings.items()},
             "out": str(self.base),
