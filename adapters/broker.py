@@ -42,6 +42,7 @@ partition when the leader epoch moved on (see `adapters.replica_manager`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections import Counter
 from typing import Any, Awaitable, Callable
@@ -159,7 +160,10 @@ class Broker:
                 return await self.fallback(frame)
             return self._reject(UNSUPPORTED, f"broker {self.broker_id} does not handle {api} requests")
         try:
-            return handler(frame.body)
+            answer = handler(frame.body)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return answer
         except Q.RequestFormatError as err:
             return self._reject(INVALID_REQUEST, f"malformed {api} request: {err}")
 
@@ -180,9 +184,9 @@ class Broker:
                                             f"{controller_epoch}, older than {self._controller_epoch}")
         return None
 
-    def _leader_and_isr(self, body: dict) -> dict:
+    async def _leader_and_isr(self, body: dict) -> dict:
         controller_id, controller_epoch, broker_epoch = Q.decode_control_header(body)
-        views = Q.decode_views(body.get("partition_states"))
+        views = await _decode_views(body.get("partition_states"))
         fenced = self._fence(Q.LEADER_AND_ISR, controller_id, controller_epoch, broker_epoch)
         if fenced is not None:
             return self._reject(*fenced, tps=[v.tp for v in views])
@@ -190,7 +194,9 @@ class Broker:
         rm = self.replica_manager
         me = self.broker_id
         errors = []
-        for view in views:
+        for i, view in enumerate(views):
+            if i and not i % YIELD_EVERY:
+                await asyncio.sleep(0)  # a 100,000-partition request must not starve the ZooKeeper heartbeats
             tp = view.tp
             current = self._leader_epochs.get(tp, -1)
             if view.leader_epoch <= current:
@@ -218,16 +224,18 @@ class Broker:
         self._wakeup.set()
         return {"partition_errors": errors}
 
-    def _update_metadata(self, body: dict) -> dict:
+    async def _update_metadata(self, body: dict) -> dict:
         controller_id, controller_epoch, broker_epoch = Q.decode_control_header(body)
-        views = Q.decode_views(body.get("partition_states"))
+        views = await _decode_views(body.get("partition_states"))
         brokers = Q.decode_brokers(body.get("live_brokers"))
         fenced = self._fence(Q.UPDATE_METADATA, controller_id, controller_epoch, broker_epoch)
         if fenced is not None:
             return self._reject(*fenced)
         self._controller_epoch = controller_epoch
         cache = self._meta_partitions
-        for view in views:
+        for i, view in enumerate(views):
+            if i and not i % YIELD_EVERY:
+                await asyncio.sleep(0)
             if view.leader == LEADER_DURING_DELETE:
                 cache.pop(view.tp, None)
             else:
@@ -435,3 +443,20 @@ def _same_content(a: LeaderIsr, b: LeaderIsr) -> bool:
     """Kafka's `checkLeaderAndIsrZkData`: equal apart from the znode version."""
     return (a.leader, a.leader_epoch, tuple(a.isr), a.controller_epoch) == \
         (b.leader, b.leader_epoch, tuple(b.isr), b.controller_epoch)
+
+
+YIELD_EVERY = 2000
+"""Partitions of a request applied between two turns of the event loop."""
+
+DECODE_IN_THREAD = 5000
+"""Requests with more partition states than this are decoded in a worker thread (pure work;
+the loop keeps serving the ZooKeeper session meanwhile)."""
+
+
+async def _decode_views(states):
+    topics = states.get("topics") if type(states) is dict else None
+    count = sum(len(t[1]) for t in topics if type(t) is list and len(t) > 1 and type(t[1]) is list) \
+        if type(topics) is list else 0
+    if count > DECODE_IN_THREAD:
+        return await asyncio.to_thread(Q.decode_views, states)
+    return Q.decode_views(states)

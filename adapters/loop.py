@@ -12,6 +12,15 @@ acknowledged) and may land in the journal a few records after their event.
 
 Nothing else changes controller state, so there are no locks.
 
+The ZooKeeper session's heartbeats run on this same asyncio loop, so the loop must never stop
+for a large fraction of the session timeout: a controller that decides a 100,000-partition
+failover in one synchronous call misses its heartbeats, loses its session, resigns, and its
+successor does the same. So on a large cluster `step()`, the encoding of a large event for
+the journal and the effects digests run in a worker thread (`asyncio.to_thread`): the state is
+an immutable value, so nothing is shared but the result, and Python's GIL switching (every
+5 ms) keeps the loop answering ZooKeeper meanwhile. The next event still waits for the
+decision: the queue stays FIFO, one event at a time.
+
 When the journal cannot be written (a full disk, a file size limit, an I/O error), the events
 of the batch that could not be made durable are not acted on: the write-ahead rule. The loop
 logs one ERROR line, resigns (a `ControllerResigned` run through `step()` without a journal
@@ -39,6 +48,10 @@ from controller_core.step import step
 from .journal import JournalError, JournalWriteError, probe_writable
 
 log = logging.getLogger("kctl.controller")
+
+OFFLOAD_PARTITIONS = 2000
+"""From this many partitions on, decisions and large encodings run in a worker thread (see the
+module docstring). Below it a thread hand-off costs more than the work."""
 
 
 class Executor(Protocol):
@@ -151,7 +164,7 @@ class ControllerLoop:
         journal = self.journal
         if journal is None:
             for event, enqueued in batch:
-                self.process(event, enqueued)
+                await self.process(event, enqueued)
             return
         if self.journal_failure is not None:
             self._without_journal(batch)
@@ -161,8 +174,11 @@ class ControllerLoop:
         try:
             for event, enqueued in batch:
                 t0 = time.perf_counter()
-                seq = journal.append("event", codec.encode_event(event),
-                                     controller_epoch=self._journal_epoch(event), at=event.at)
+                if event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS:
+                    body = await asyncio.to_thread(codec.encode_event, event)  # a whole cluster
+                else:
+                    body = codec.encode_event(event)
+                seq = journal.append("event", body, controller_epoch=self._journal_epoch(event), at=event.at)
                 if per_event:
                     await journal.sync()
                 appended.append((event, enqueued, seq, time.perf_counter() - t0))
@@ -178,7 +194,7 @@ class ControllerLoop:
         sync_share = (time.perf_counter() - t_sync) / len(batch)
         for event, enqueued, seq, journal_s in appended:
             self.last_seq = seq
-            self.process(event, enqueued, journaled_s=journal_s + sync_share)
+            await self.process(event, enqueued, journaled_s=journal_s + sync_share)
 
     # -- an unusable journal ------------------------------------------------------------------
 
@@ -262,12 +278,16 @@ class ControllerLoop:
             self._epoch_for_journal = event.epoch
         return self._epoch_for_journal
 
-    def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0) -> tuple:
+    async def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0) -> tuple:
         """Decide and execute one event whose journal record (if any) is already durable."""
         t1 = time.perf_counter()
         self.processing = event
         before = self.state
-        state, commands = step(before, event)
+        if len(before.partitions) >= OFFLOAD_PARTITIONS or (
+                event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS):
+            state, commands = await asyncio.to_thread(step, before, event)
+        else:
+            state, commands = step(before, event)
         self.state = state
         self._epoch_for_journal = state.epoch
         t2 = time.perf_counter()
@@ -304,7 +324,11 @@ class ControllerLoop:
                 if not self._quiet():
                     await asyncio.sleep(0.02)
                     continue
-                self._append_effects(*self._effects.popleft())
+                seq, epoch, at, commands = self._effects.popleft()
+                digest = None
+                if sum(len(getattr(c, "partitions", ())) for c in commands) >= OFFLOAD_PARTITIONS:
+                    digest = await asyncio.to_thread(codec.digest, commands)
+                self._append_effects(seq, epoch, at, commands, digest)
                 await asyncio.sleep(0)
 
     def flush_effects(self) -> None:
@@ -312,12 +336,12 @@ class ControllerLoop:
         while self._effects:
             self._append_effects(*self._effects.popleft())
 
-    def _append_effects(self, seq, epoch, at, commands) -> None:
+    def _append_effects(self, seq, epoch, at, commands, digest: str | None = None) -> None:
         if self.journal_failure is not None:
             return
         try:
             self.journal.append("effects", {"event_seq": seq, "count": len(commands),
-                                            "digest": codec.digest(commands)},
+                                            "digest": digest if digest is not None else codec.digest(commands)},
                                 controller_epoch=epoch, at=at)
         except JournalWriteError as exc:
             self._journal_failed(exc)
@@ -329,8 +353,10 @@ class ControllerLoop:
         # The state is a large graph of long-lived immutable objects; moving it out of the
         # cyclic collector's generations after it grew keeps collections from rescanning it on
         # every failover step (measured: about half of a 10,000-partition step otherwise).
+        # No full collection first: with millions of objects it would hold the loop (and the
+        # ZooKeeper heartbeats) for seconds, and the state is acyclic, freed by reference counts.
         size = len(state.partitions)
         if size > 1000 and size > 2 * self._gc_frozen_partitions:
-            gc.collect()
+            gc.collect(1)
             gc.freeze()
             self._gc_frozen_partitions = size

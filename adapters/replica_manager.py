@@ -16,8 +16,13 @@ leader maintains its ISR, with the brokers' liveness standing in for fetch reque
 
 - A follower *fetches* while its broker is live in the last UpdateMetadata, is not in
   controlled shutdown (the UpdateMetadata names those brokers), and its replica is assigned.
-  Inferring "stopped" from an ISR removal instead is wrong when the removal was decided while
+  Inferring "stopped" from an ISR removal alone is wrong when the removal was decided while
   the broker was dead and arrives after it came back.
+- But a follower the controller has just taken out of the ISR (a LeaderAndIsr with a higher
+  leader epoch and without it) does not fetch until an UpdateMetadata *after* that request lists
+  its broker as live: the controller sends its UpdateMetadata after the LeaderAndIsr, and in
+  between the previous UpdateMetadata may still call a dead broker live (a real follower on a
+  dead broker simply stops fetching; ours must not be re-added in that window).
 - A fetching follower outside the ISR joins it `catch_up_delay_ms` after it started fetching,
   that is after the later of: this broker becoming leader, the follower's broker becoming live,
   the follower entering the assignment.
@@ -190,7 +195,7 @@ class _Replica:
     """Mutable local state of one partition (internal; `ReplicaState` is the public snapshot)."""
 
     __slots__ = ("tp", "role", "leader", "leader_epoch", "controller_epoch", "zk_version", "isr", "replicas",
-                 "log_end_offset", "followers", "stopped", "in_flight", "blocked", "retry_at")
+                 "log_end_offset", "followers", "stopped", "removed", "in_flight", "blocked", "retry_at")
 
     def __init__(self, tp: TopicPartition):
         self.tp = tp
@@ -204,6 +209,7 @@ class _Replica:
         self.log_end_offset = 0
         self.followers: dict[int, _Follower] = {}  # leaders only
         self.stopped: set[int] = set()  # leaders only: followers whose replica the controller stopped
+        self.removed: set[int] = set()  # leaders only: taken out of the ISR, not yet seen live since
         self.in_flight = False  # a proposal is being written
         self.blocked = False  # the znode holds something this leader cannot explain: wait for LeaderAndIsr
         self.retry_at = 0.0
@@ -259,6 +265,7 @@ class SimulatedReplicaManager:
         if r is None:
             r = self._replicas[tp] = _Replica(tp)
         was_leader = r.role == ROLE_LEADER
+        removed = set(r.isr) - set(view.isr) - {self.broker_id} if view.leader_epoch > r.leader_epoch else set()
         r.apply(view, ROLE_LEADER)
         r.leader = self.broker_id
         r.in_flight = r.blocked = False
@@ -266,6 +273,8 @@ class SimulatedReplicaManager:
         if not was_leader:
             r.followers = {}
             r.stopped = set()
+            r.removed = set()
+        r.removed |= removed
         self._led[tp] = None
         self._refresh(r, now)
 
@@ -314,17 +323,19 @@ class SimulatedReplicaManager:
     def update_live_brokers(self, live: frozenset[int]) -> None:
         live = frozenset(live)
         previous = self._live
-        if live == previous:
-            return
         self._live = live
         now = self._clock()
         changed = live if previous is None else live ^ previous
         gone = frozenset() if previous is None else previous - live
         for tp in self._led:
             r = self._replicas[tp]
+            refresh = previous is None or (changed and not changed.isdisjoint(r.followers))
             if gone and r.stopped:
                 r.stopped -= gone  # a stopped replica restarts when its broker comes back
-            if previous is None or not changed.isdisjoint(r.followers):
+            if r.removed and not r.removed.isdisjoint(live):
+                r.removed -= live  # taken out of the ISR, now seen live after that: it fetches again
+                refresh = True
+            if refresh:
                 self._refresh(r, now)
 
     @property
@@ -411,11 +422,13 @@ class SimulatedReplicaManager:
         self._due.pop(r.tp, None)
         r.followers = {}
         r.stopped = set()
+        r.removed = set()
         r.in_flight = r.blocked = False
 
     def _fetching(self, r: _Replica, broker: int) -> bool:
         live = self._live
-        return live is not None and broker in live and broker in r.replicas and broker not in r.stopped
+        return (live is not None and broker in live and broker in r.replicas and broker not in r.stopped
+                and broker not in r.removed)
 
     def _refresh(self, r: _Replica, now: float) -> None:
         """Recompute which followers fetch (stamping changes with `now`) and reschedule."""

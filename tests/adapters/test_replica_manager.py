@@ -325,11 +325,27 @@ def test_role_counts(rm):
     assert rm.role_counts() == {ROLE_LEADER: 1, ROLE_FOLLOWER: 1, ROLE_STOPPED: 1}
 
 
-def test_isr_removal_decided_while_a_broker_was_dead_does_not_stop_it_after_it_returned(rm, clock):
-    # the removal of 3 was decided while it was dead, and reaches the leader after it came back
+def test_a_follower_taken_out_of_the_isr_is_not_re_added_before_an_update_metadata_says_it_is_live(rm, clock):
+    # the controller removes 3 (dead) and sends LeaderAndIsr, then UpdateMetadata: in between,
+    # the previous UpdateMetadata still calls 3 live, but a dead follower does not fetch
     rm.update_live_brokers(frozenset({1, 2, 3}))
     rm.become_leader(view(epoch=0, isr=(1, 2, 3)))
     rm.become_leader(view(epoch=1, isr=(1, 2), zk_version=1))
+    clock.advance(CATCH_UP)
+    assert rm.isr_proposals() == []
+    rm.update_live_brokers(frozenset({1, 2}))  # the same decision's UpdateMetadata
+    clock.advance(CATCH_UP)
+    assert rm.isr_proposals() == []
+
+
+def test_isr_removal_decided_while_a_broker_was_dead_does_not_stop_it_after_it_returned(rm, clock):
+    # the removal of 3 was decided while it was dead; 3 has returned since and an UpdateMetadata
+    # after the removal says so (the controller decides one event at a time and each broker's
+    # requests arrive in order, so that UpdateMetadata always follows the removal)
+    rm.update_live_brokers(frozenset({1, 2, 3}))
+    rm.become_leader(view(epoch=0, isr=(1, 2, 3)))
+    rm.become_leader(view(epoch=1, isr=(1, 2), zk_version=1))
+    rm.update_live_brokers(frozenset({1, 2, 3}))
     clock.advance(CATCH_UP)
     [p] = rm.isr_proposals()
     assert p.added == (3,)
