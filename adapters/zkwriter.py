@@ -25,11 +25,14 @@ from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
 
 log = logging.getLogger("kctl.zkwriter")
 
-PROGRESS_EVERY = 2500
-"""A write of at least twice this many partition states reports each time this many more have
-landed (`PartitionStatesWritten(final=False)`), so their LeaderAndIsr and UpdateMetadata go out
-while ZooKeeper writes the rest: on a 10,000-partition failover brokers then work in parallel
-with ZooKeeper instead of after it."""
+PROGRESS_MIN = 4000
+PROGRESS_PARTS = 4
+"""A write of at least `PROGRESS_MIN` partition states reports its progress each time another
+quarter of it has landed (`PartitionStatesWritten(final=False)`), so those partitions'
+LeaderAndIsr and UpdateMetadata go out while ZooKeeper writes the rest: on a 10,000-partition
+failover brokers then work in parallel with ZooKeeper instead of after it. A fixed number of
+reports per write, because each one costs a journal fsync and a pass over the write's
+requests."""
 
 ORDERED_ATTEMPTS = 5
 """Tries of a topic or admin znode write whose multi-op failed because the tree changed."""
@@ -72,8 +75,8 @@ class ZkWriter:
             predicted[path] = w.leader_isr.zk_version
             writes.append((path, zkdata.encode_partition_state(w.leader_isr), w.expected_version))
         progress = None
-        if len(writes) >= 2 * PROGRESS_EVERY and not self.sequential:
-            progress = _Progress(self, command.write_id, by_path, predicted)
+        if len(writes) >= PROGRESS_MIN and not self.sequential:
+            progress = _Progress(self, command.write_id, by_path, predicted, len(writes) // PROGRESS_PARTS)
         t0 = time.perf_counter()
         try:
             if self.sequential:
@@ -251,19 +254,23 @@ def _describe(c) -> str:
 
 class _Progress:
     """Collects the chunks of one large write as they commit and reports them in groups of
-    `PROGRESS_EVERY` partitions (only writes that landed at their predicted version)."""
+    `every` partitions (only writes that landed at their predicted version)."""
 
-    def __init__(self, writer: "ZkWriter", write_id: int, by_path: dict, predicted: dict):
+    def __init__(self, writer: "ZkWriter", write_id: int, by_path: dict, predicted: dict, every: int):
         self.writer = writer
         self.write_id = write_id
         self.by_path = by_path
         self.predicted = predicted
+        self.every = every
+        self.reports = 0
         self.buffer: list = []
 
     def landed(self, versions: dict[str, int]) -> None:
         by_path, predicted = self.by_path, self.predicted
         self.buffer.extend(by_path[p] for p, v in versions.items() if v == predicted[p])
-        if len(self.buffer) >= PROGRESS_EVERY and not self.writer.fenced:
+        if (len(self.buffer) >= self.every and self.reports < PROGRESS_PARTS - 1
+                and not self.writer.fenced):
+            self.reports += 1
             landed, self.buffer = tuple(self.buffer), []
             self.writer.put_event(E.PartitionStatesWritten(at=self.writer.clock(), write_id=self.write_id,
                                                            landed=landed, final=False))

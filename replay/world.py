@@ -29,8 +29,8 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
-PROGRESS_EVERY = 2500
-"""As adapters/zkwriter.py: a write of twice this many states reports its progress in groups."""
+PROGRESS_MIN, PROGRESS_PARTS = 4000, 4
+"""As adapters/zkwriter.py: a write of that many states reports its progress by quarters."""
 
 START_AT = 1_700_000_000_000
 UNCLEAN_KEY = "unclean.leader.election.enable"
@@ -273,11 +273,12 @@ class World:
             self.count("write conflicts")
         write_id = c.write_id
         delay = self.rng.randint(1, 25)
-        if len(c.writes) >= 2 * PROGRESS_EVERY:  # a large write reports its progress first, as the live writer does
+        if len(c.writes) >= PROGRESS_MIN:  # a large write reports its progress first, as the live writer does
             failed = {tp for tp, _ in conflicts}
             landed = [pw.tp for pw in c.writes if pw.tp not in failed]
-            for i in range(0, len(landed) - PROGRESS_EVERY + 1, PROGRESS_EVERY):
-                group = tuple(landed[i:i + PROGRESS_EVERY])
+            every = len(c.writes) // PROGRESS_PARTS
+            for i in range(0, min(len(landed) - every + 1, every * (PROGRESS_PARTS - 1)), every):
+                group = tuple(landed[i:i + every])
                 self.later(delay, self.deliver, node.id,
                            lambda at, group=group: E.PartitionStatesWritten(at=at, write_id=write_id, landed=group,
                                                                             final=False))
