@@ -138,6 +138,9 @@ def _why(event, before, after, fields: dict, writes: dict) -> str | None:
         return f"resigned: {event.reason}"
     if kind is E.ControllerFenced:
         return f"fenced: {event.reason}"
+    if kind is E.PartitionStatesWritten and not event.final:
+        fields["write_id"] = event.write_id
+        return f"write {event.write_id} in progress: {_plural(len(event.landed), 'partition')} landed so far"
     if kind is E.PartitionStatesWritten:
         fields["write_id"] = event.write_id
         size = writes.pop(event.write_id, None)
