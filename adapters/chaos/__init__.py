@@ -12,7 +12,8 @@ and five checks decide the verdict. The parts:
 - `faults.py`: the fault scheduler: which fault when, on whom, for how long;
 - `workload.py`: the admin operations;
 - `checks.py`: the end-of-run checks (ZooKeeper, the brokers' metadata, the journals' replay);
-- `run.py`: the orchestration, the live line, the final table and `chaos.json`.
+- `run.py`: the orchestration and the live line;
+- `report.py`: the final tables, `chaos.json` and the figures read from the node logs.
 """
 from .config import ChaosConfig
 from .run import run_chaos

@@ -14,8 +14,8 @@ moment is up to the cluster.
 | expire-session | ZooKeeper expires the node's session (a second handle on its session id and password) |
 | zk-restart | the ZooKeeper server is stopped and started on the same data directory (embedded server only) |
 | proxy-delay | 50 to 650 ms added each way on the node's link to ZooKeeper, for 2 to 8 s |
-| proxy-cut | the node's link is reset and refused for 0.5 s to 2 session timeouts |
-| proxy-blackhole | the node's link forwards nothing for 1 to 3 session timeouts (packets silently held) |
+| proxy-cut | the node's link is reset and refused for 0.5 s to 2 session timeouts (half the time the controller's) |
+| proxy-blackhole | the node's link forwards nothing for 1 to 3 session timeouts, packets silently held (half the time the controller's) |
 """
 from __future__ import annotations
 
@@ -214,12 +214,15 @@ class Faults:
         finally:
             self._zk_restarting = False
 
-    async def _proxy(self, d: Draw, action: Callable[[int], str], hold: float) -> None:
-        b = await self._target(d, None)
+    async def _proxy(self, d: Draw, action: Callable[[int], str], hold: float, controller_first: bool = False) -> None:
+        """`controller_first`: half the time (by `d.amount`) the controller is the one cut off,
+        the partitioned zombie: still talking to its brokers, unable to reach ZooKeeper."""
+        on_controller = controller_first and d.amount < 0.5
+        b = await self._target(d, True if on_controller else None)
         if b is None:
             return
         async with self._claimed(b):
-            what = action(b)
+            what = action(b) + (" (the controller)" if on_controller else "")
             self._injected(d.kind, b, f"{what} for {hold:.1f} s")
             await asyncio.sleep(hold)
             self.fleet.proxies[b].heal()
@@ -236,13 +239,13 @@ class Faults:
         def act(b: int) -> str:
             self.fleet.proxies[b].cut()
             return "cut"
-        await self._proxy(d, act, 0.5 + 2 * self.session_s * d.hold)
+        await self._proxy(d, act, 0.5 + 2 * self.session_s * d.hold, controller_first=True)
 
     async def _proxy_blackhole(self, d: Draw) -> None:
         def act(b: int) -> str:
             self.fleet.proxies[b].blackhole()
             return "black hole"
-        await self._proxy(d, act, self.session_s * (1 + 2 * d.hold))
+        await self._proxy(d, act, self.session_s * (1 + 2 * d.hold), controller_first=True)
 
     def _injected(self, kind: str, node: int | None, detail: str) -> None:
         self.injected[kind] += 1
