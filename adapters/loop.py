@@ -145,6 +145,7 @@ class ControllerLoop:
         appended, made durable together (group commit: one fsync for the batch under "batch",
         one per event under "always"), and only then decided and executed one by one."""
         worker = asyncio.create_task(self._effects_worker(), name="journal-effects")
+        self.roll_journal()  # a process start begins a segment with a snapshot head (replay/README.md)
         try:
             await self._run(max_batch)
         finally:

@@ -397,10 +397,7 @@ class World:
 
     def leader_isr_write(self, tp: TopicPartition, isr: tuple[int, ...], source: str) -> None:
         li = self.states.get(tp)
-        if li is None or tp.topic in self.delete_markers:
-            # Partition leaders of a topic being deleted keep their ISR here: a version conflict
-            # on such a topic makes the core park a None outbox in `state.pending`, which
-            # encode_state cannot write (see replay/README.md, "Known core issues").
+        if li is None:
             return
         self.last_isr_change[tp.topic] = self.now
         new = LeaderIsr(li.leader, li.leader_epoch, isr, li.controller_epoch, li.zk_version + 1)
