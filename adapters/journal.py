@@ -304,6 +304,7 @@ class Journal:
         self._seg_size = 0  # bytes of the current segment already handed to the OS
         self._seg_records = 0  # records in the current segment (written or buffered)
         self._roll_requested = False
+        self._prepared_snapshot = None  # see prepare_snapshot
 
         self._buf: list[bytes] = []
         self._buf_bytes = 0
@@ -434,8 +435,20 @@ class Journal:
             line = encode_record(self._next_seq, self._controller_id, controller_epoch, at, type, v, body)
         return self._buffer(line)
 
+    def rolls_next(self) -> bool:
+        """Whether the next `append` starts a segment (and so asks for a snapshot head)."""
+        return (self._fd is None or self._roll_requested or self._seg_size + self._buf_bytes >= self._segment_bytes
+                or (self._seg_records == 0 and self.snapshot_provider is not None))
+
+    def prepare_snapshot(self, result) -> None:
+        """Give the snapshot head of the next segment now (what `snapshot_provider` would return),
+        so that a caller can compute a large one off its event loop; used by the next append."""
+        self._prepared_snapshot = result
+
     def _snapshot_line(self, at: int) -> bytes:
-        result = self.snapshot_provider()
+        result, self._prepared_snapshot = self._prepared_snapshot, None
+        if result is None:
+            result = self.snapshot_provider()
         epoch, body = result[0], result[1]
         v = result[2] if len(result) > 2 else 1
         return encode_record(self._next_seq, self._controller_id, epoch, at, "snapshot", v, body)

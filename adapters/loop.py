@@ -175,6 +175,9 @@ class ControllerLoop:
         try:
             for event, enqueued in batch:
                 t0 = time.perf_counter()
+                if journal.rolls_next() and journal.snapshot_provider is not None \
+                        and len(self.state.partitions) >= OFFLOAD_PARTITIONS:
+                    journal.prepare_snapshot(await asyncio.to_thread(self._snapshot))  # a whole cluster
                 if event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS:
                     body = await asyncio.to_thread(codec.encode_event, event)  # a whole cluster
                 else:
@@ -327,7 +330,7 @@ class ControllerLoop:
                     continue
                 seq, epoch, at, commands = self._effects.popleft()
                 digest = None
-                if sum(len(getattr(c, "partitions", ())) for c in commands) >= OFFLOAD_PARTITIONS:
+                if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
                     digest = await asyncio.to_thread(codec.digest, commands)
                 self._append_effects(seq, epoch, at, commands, digest)
                 await asyncio.sleep(0)
