@@ -101,8 +101,9 @@ class Fleet:
         self._watcher = asyncio.create_task(self._watch_exits(), name="chaos-exit-watcher")
 
     async def admin_session(self) -> ZkSession:
-        # a long session: the harness's own view must survive a ZooKeeper restart
-        return await ZkSession.connect(self.direct, session_timeout_ms=30000)
+        # longer than a ZooKeeper restart (3-4 s here), so the harness keeps its session; not much
+        # longer: a reconnect attempt caught by the restarting server waits up to this long
+        return await ZkSession.connect(self.direct, session_timeout_ms=10000)
 
     async def close(self) -> None:
         if self._watcher is not None:
