@@ -12,7 +12,7 @@ import attrs
 
 from . import partitions as P
 from . import replicas as R
-from .draft import Draft, emit_outbox
+from .draft import ALL, Draft, emit_outbox
 from .events import PartitionStatesWritten
 from .machines import PartitionState, ReplicaState
 from .state import ControllerState, PartitionInfo
@@ -45,6 +45,8 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
         return state1, commands1 + tuple(released)
     retry = Draft(state1, cause=f"retry of write {event.write_id} after version conflicts")
     intents = dict(outbox.intents)
+    um_all = outbox.um_partitions is ALL
+    um_tps = frozenset(outbox.um_partitions) if outbox.um_brokers and not um_all else frozenset()
     for tp, fresh in event.conflicts:
         info = retry.info(tp)
         if info is None:
@@ -58,6 +60,10 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
         for intent in intents.get(tp, ()):
             _reapply(retry, tp, intent)
         _drop_offline_replicas(retry, tp)
+        if (um_all and outbox.um_brokers) or tp in um_tps:
+            # the decision told every broker about this partition (e.g. leader -2 for a topic being
+            # deleted); that UpdateMetadata was held back with the conflict, so the retry sends it
+            retry.send_update_metadata_to_all((tp,))
     state2, commands2 = retry.finish()
     return state2, commands1 + tuple(released) + commands2
 
