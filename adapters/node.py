@@ -151,7 +151,7 @@ class ClusterNode:
                                on_written=getattr(probe, "on_written", None))
         self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
                                on_ack=getattr(probe, "on_ack", None))
-        self.watches = ControllerWatches(self.zk, self._put, now_ms)
+        self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms,
                                  controller_id=self.broker_id, event_seq=self._event_seq)

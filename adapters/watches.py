@@ -94,10 +94,16 @@ class ControllerWatches:
     """Every watch the active controller holds. `start()` arms them and produces the snapshot;
     `stop()` cancels everything (resignation)."""
 
-    def __init__(self, zk, put_event: Callable, clock: Callable[[], int] = lambda: int(time.time() * 1000)):
+    def __init__(self, zk, put_event: Callable, clock: Callable[[], int] = lambda: int(time.time() * 1000),
+                 own_writes: dict | None = None):
+        """`own_writes` (the ZooKeeper writer's): admin znodes this controller wrote, path ->
+        (version, data) or (-1, None) for a deletion. A watch firing that reads back exactly
+        that is the controller's own write echoed, not a request, and is not delivered: the
+        core already knows it (and a late echo would read as a request again)."""
         self.zk = zk
         self.put_event = put_event
         self.clock = clock
+        self.own_writes = own_writes if own_writes is not None else {}
         self.live = False
         self.watches: list = []
         self.serials: list[Serial] = []
@@ -307,22 +313,27 @@ class ControllerWatches:
             self.put_event(E.TopicDeletionsRequested(at=self.clock(), topics=self.deletions))
 
     def _on_reassignment(self, value) -> None:
-        self.reassignment = self._admin_request(value, E.ReassignmentRequested, _decode_reassignment_request)
+        self.reassignment = self._admin_request(zkpaths.REASSIGN_PARTITIONS, value, E.ReassignmentRequested,
+                                                _decode_reassignment_request)
 
     def _on_preferred(self, value) -> None:
-        self.preferred = self._admin_request(value, E.PreferredElectionRequested,
+        self.preferred = self._admin_request(zkpaths.PREFERRED_REPLICA_ELECTION, value, E.PreferredElectionRequested,
                                              zkdata.decode_preferred_replica_election)
 
-    def _admin_request(self, value, event_type, decode):
-        """An admin znode's content as its event (absent, parsed, or with the parse problem)."""
+    def _admin_request(self, path: str, value, event_type, decode):
+        """An admin znode's content as its event (absent, parsed, or with the parse problem),
+        with the znode version it was read at."""
         if value is None:
             event = event_type(at=self.clock(), exists=False)
         else:
+            version = value[1].version
             try:
-                event = event_type(at=self.clock(), exists=True, partitions=decode(value[0]))
+                event = event_type(at=self.clock(), exists=True, partitions=decode(value[0]), zk_version=version)
             except zkdata.ZnodeFormatError as exc:
-                event = event_type(at=self.clock(), exists=True, problem=str(exc))
-        if self.live:
+                event = event_type(at=self.clock(), exists=True, problem=str(exc), zk_version=version)
+        mine = self.own_writes.get(path)
+        echo = mine is not None and (mine == (-1, None) if value is None else mine == (value[1].version, value[0]))
+        if self.live and not echo:
             self.put_event(event)
         return event
 

@@ -48,6 +48,9 @@ class ZkWriter:
         self.on_written = on_written  # benchmarks: (write_id, count, seconds)
         self.fenced = False
         self._ordered: asyncio.Queue = asyncio.Queue()
+        # admin znodes this controller rewrote or deleted: path -> (version, data), (-1, None) for
+        # a deletion; the watches use it to tell their echo from a new request (adapters/watches.py)
+        self.own_writes: dict[str, tuple[int, bytes | None]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._ordered_task: asyncio.Task | None = None
 
@@ -57,6 +60,7 @@ class ZkWriter:
     def reset(self) -> None:
         """A new term as controller: writes are allowed again."""
         self.fenced = False
+        self.own_writes.clear()
 
     # -- partition states ----------------------------------------------------------------------
 
@@ -172,6 +176,13 @@ class ZkWriter:
                 except Fenced as exc:
                     self._fence(f"{type(command).__name__} failed the controller epoch check: {exc}")
                 except (TransactionFailed, ZkError) as exc:
+                    if _conditional(command) and isinstance(exc, TransactionFailed):
+                        # an admin wrote a newer request meanwhile: ours is not applied, and the
+                        # watch delivers theirs
+                        self.own_writes.pop(_admin_path(command), None)
+                        log.info("%s not applied: the znode changed since it was read (%s)",
+                                 type(command).__name__, exc)
+                        break
                     # the ops are computed from what exists: a znode created or removed meanwhile
                     # (a child under a deletion marker, a plan deleted by hand) is seen on retry
                     if attempt < ORDERED_ATTEMPTS and not self.fenced:
@@ -202,11 +213,21 @@ class ZkWriter:
             return ops
         if isinstance(c, C.WriteReassignmentPlan):
             path = zkpaths.REASSIGN_PARTITIONS
+            if c.expected_version >= 0:  # conditional: see ReassignmentRequested / the core's plan_zk_version
+                if not c.partitions:
+                    self.own_writes[path] = (-1, None)
+                    return [Delete(path, c.expected_version)]
+                data = zkdata.encode_reassignment(c.partitions)
+                self.own_writes[path] = (c.expected_version + 1, data)
+                return [SetData(path, data, c.expected_version)]
             if not c.partitions:
                 return [Delete(path, -1)] if await self.zk.exists(path) is not None else []
             return [SetData(path, zkdata.encode_reassignment(c.partitions), -1)]
         if isinstance(c, C.DeletePreferredElectionRequest):
             path = zkpaths.PREFERRED_REPLICA_ELECTION
+            if c.expected_version >= 0:
+                self.own_writes[path] = (-1, None)
+                return [Delete(path, c.expected_version)]
             return [Delete(path, -1)] if await self.zk.exists(path) is not None else []
         raise TypeError(f"not a znode write: {c!r}")
 
@@ -274,3 +295,12 @@ class _Progress:
             landed, self.buffer = tuple(self.buffer), []
             self.writer.put_event(E.PartitionStatesWritten(at=self.writer.clock(), write_id=self.write_id,
                                                            landed=landed, final=False))
+
+
+def _conditional(c) -> bool:
+    """An admin-znode write conditional on the version the controller read."""
+    return isinstance(c, (C.WriteReassignmentPlan, C.DeletePreferredElectionRequest)) and c.expected_version >= 0
+
+
+def _admin_path(c) -> str:
+    return zkpaths.REASSIGN_PARTITIONS if isinstance(c, C.WriteReassignmentPlan) else zkpaths.PREFERRED_REPLICA_ELECTION

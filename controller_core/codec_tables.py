@@ -59,10 +59,18 @@ VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYP
 that type's encoding changes."""
 VERSIONS["ControllerState"] = 2  # v2: `deferred` (events waiting for a write's outcome)
 VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
+for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReassignmentPlan",
+              "DeletePreferredElectionRequest"):
+    VERSIONS[_name] = 2  # v2: the admin znode's version, read or expected (conditional writes)
 
 UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
+    # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
+    ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},
+    ("PreferredElectionRequested", 1): lambda d: {**d, "v": 2},
+    ("WriteReassignmentPlan", 1): lambda d: {**d, "v": 2},
+    ("DeletePreferredElectionRequest", 1): lambda d: {**d, "v": 2},
 }
 """(type name, version) -> function turning a body of that version into one of version + 1."""
 

@@ -60,14 +60,20 @@ class DeleteTopicDeletionRequests:
 @frozen
 class WriteReassignmentPlan:
     """Rewrite `/admin/reassign_partitions` with the partitions still pending; an empty plan
-    deletes the znode. Executed by the ZooKeeper writer."""
+    deletes the znode. Conditional on the znode being at `expected_version` (-1: any): when an
+    admin wrote a new request meanwhile, the write is dropped and the watch delivers the new
+    content. Executed by the ZooKeeper writer."""
 
     partitions: tuple[tuple[TopicPartition, tuple[int, ...]], ...]
+    expected_version: int = -1
 
 
 @frozen
 class DeletePreferredElectionRequest:
-    """Delete `/admin/preferred_replica_election` once handled."""
+    """Delete `/admin/preferred_replica_election` once handled, if it is still at
+    `expected_version` (-1: any): a request written meanwhile is not lost."""
+
+    expected_version: int = -1
 
 
 @frozen

@@ -114,6 +114,7 @@ class Draft:
         self.pending = state.pending
         self.next_write_id = state.next_write_id
         self.deferred = state.deferred
+        self.plan_zk_version = state.plan_zk_version
         self._live = None
         # election results by (rule, replicas, ISR), valid while the live brokers do not change:
         # a failover elects thousands of partitions with a handful of distinct shapes
@@ -364,7 +365,10 @@ class Draft:
                 commands.append(C.WriteTopicAssignment(topic=topic, partitions=tuple(
                     (p, parts[TopicPartition(topic, p)].assignment) for p in range(info.partition_count))))
         if self.plan_dirty:
-            commands.append(C.WriteReassignmentPlan(partitions=self.reassignment_plan))
+            commands.append(C.WriteReassignmentPlan(partitions=self.reassignment_plan,
+                                                    expected_version=self.plan_zk_version))
+            # the version the znode will have once this lands (an empty plan deletes it)
+            self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
         if not self.writes and outbox is not None:
             commands.extend(emit_outbox(state, outbox))
@@ -396,6 +400,7 @@ class Draft:
             pending=pending,
             next_write_id=next_write_id,
             deferred=self.deferred,
+            plan_zk_version=self.plan_zk_version,
         )
 
     def _write_command(self, write_id: int) -> C.WritePartitionStates:

@@ -115,23 +115,27 @@ class TopicDeletionsRequested:
 
 @frozen
 class ReassignmentRequested:
-    """The current content of `/admin/reassign_partitions` (`exists` false when absent).
-    Emitted by its data watch; `problem` is set when the znode could not be parsed."""
+    """The current content of `/admin/reassign_partitions` (`exists` false when absent) and the
+    znode version it was read at (-1: absent, or unknown in journals before v2). Emitted by its
+    data watch; `problem` is set when the znode could not be parsed."""
 
     at: int
     exists: bool
     partitions: tuple[tuple[TopicPartition, tuple[int, ...]], ...] = attrs.field(default=(), converter=_tuple)
     problem: str | None = None
+    zk_version: int = -1
 
 
 @frozen
 class PreferredElectionRequested:
-    """The current content of `/admin/preferred_replica_election`. Emitted by its data watch."""
+    """The current content of `/admin/preferred_replica_election` and the znode version it was
+    read at (-1: absent or unknown). Emitted by its data watch."""
 
     at: int
     exists: bool
     partitions: tuple[TopicPartition, ...] = attrs.field(default=(), converter=_tuple)
     problem: str | None = None
+    zk_version: int = -1
 
 
 @frozen

@@ -86,14 +86,14 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     # 4. reassignments: the admin znode first, then those persisted in topic znodes
     if snap.reassignment is not None:
         r = snap.reassignment
-        reassignment.on_reassignment_requested(d, r.exists, r.partitions, r.problem)
+        reassignment.on_reassignment_requested(d, r.exists, r.partitions, r.problem, r.zk_version)
     reassignment.resume_in_progress(d)
     # 5. deletions
     deletion.resume(d)
     # 6. a preferred election requested while there was no controller
     if snap.preferred_election is not None:
         pe = snap.preferred_election
-        rebalance.on_preferred_requested(d, pe.exists, pe.partitions, pe.problem)
+        rebalance.on_preferred_requested(d, pe.exists, pe.partitions, pe.problem, pe.zk_version)
     # 7. the rebalance timer
     if state.config.auto_leader_rebalance_enable:
         d.command(C.ScheduleTimer(name=rebalance.REBALANCE_TIMER, delay_ms=rebalance.FIRST_REBALANCE_DELAY_MS))

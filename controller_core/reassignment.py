@@ -25,17 +25,21 @@ from .values import ReplicaAssignment, TopicPartition
 RS = ReplicaState
 
 
-def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None) -> None:
+def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None, zk_version: int = -1) -> None:
     """`/admin/reassign_partitions` changed. Bad entries are rejected and removed from the
     znode; entries already in progress with the same target are left alone (the znode fires
     again on every rewrite, including the controller's own)."""
+    if exists and 0 <= zk_version < d.plan_zk_version:
+        return  # an older listing than this controller has seen or written: an echo of its own rewrites
+    d.plan_zk_version = zk_version if exists else -1
     if not exists:
         d.reassignment_plan = ()
         return
     if problem is not None:
         d.reject("partition reassignment", f"malformed /admin/reassign_partitions: {problem}; removing it")
         d.reassignment_plan = ()
-        d.command(C.WriteReassignmentPlan(partitions=()))
+        d.command(C.WriteReassignmentPlan(partitions=(), expected_version=zk_version))
+        d.plan_zk_version = -1
         return
     kept, actions = [], []
     changed = False

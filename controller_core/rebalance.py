@@ -52,7 +52,7 @@ def elect_leaders(d: Draft, tps, election_type: str, admin: bool) -> dict[TopicP
     return results
 
 
-def on_preferred_requested(d: Draft, exists: bool, tps, problem: str | None) -> None:
+def on_preferred_requested(d: Draft, exists: bool, tps, problem: str | None, zk_version: int = -1) -> None:
     if not exists:
         return
     if problem is not None:
@@ -61,7 +61,7 @@ def on_preferred_requested(d: Draft, exists: bool, tps, problem: str | None) -> 
         for tp, error in elect_leaders(d, tps, "preferred", admin=False).items():
             if error is not None and error != NOT_NEEDED:
                 d.reject("preferred replica election", f"{tp}: {error}")
-    d.command(C.DeletePreferredElectionRequest())
+    d.command(C.DeletePreferredElectionRequest(expected_version=zk_version))
 
 
 def on_leader_election_requested(d: Draft, request_id: int, election_type: str, tps) -> None:

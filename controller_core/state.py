@@ -103,6 +103,9 @@ class ControllerState:
       broker that is neither seen nor hosting any replica is rejected as unknown).
     - `pending`: decisions whose partition-state writes are in flight, by write id; their
       broker requests go out only when ZooKeeper has accepted the writes.
+    - `plan_zk_version`: the version `/admin/reassign_partitions` has as far as this controller
+      knows (read, or written by itself; -1: absent): its rewrites are conditional on it, and a
+      listing older than it is an echo of its own earlier writes, not a request.
     - `deferred`: events that arrived while a write was pending, in arrival order. They are
       decided once the write's outcome is known (see `step.py`): no decision is ever made on
       a partition state that ZooKeeper has not confirmed.
@@ -126,6 +129,7 @@ class ControllerState:
     pending: PMap = EMPTY  # PMap[int, draft.Outbox]
     next_write_id: int = 1
     deferred: tuple[Event, ...] = ()
+    plan_zk_version: int = -1
 
     # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
 

@@ -133,7 +133,9 @@ class World:
         self.configs: dict[str, tuple] = {}
         self.delete_markers: set[str] = set()
         self.plan: tuple = ()
+        self.plan_version = -1  # znode versions, as ZooKeeper keeps them (-1: absent)
         self.preferred: tuple = ()
+        self.preferred_version = -1
         self.controller: int | None = None  # holder of /controller
         self.epoch = 0
         self.epoch_version = 0
@@ -193,8 +195,10 @@ class World:
             topic_configs=tuple((t, self.configs[t]) for t in sorted(self.configs) if t in self.topics),
             partition_states=tuple(sorted(self.states.items())),
             topics_to_delete=frozenset(self.delete_markers),
-            reassignment=E.ReassignmentRequested(at=self.now, exists=True, partitions=self.plan) if self.plan else None,
-            preferred_election=(E.PreferredElectionRequested(at=self.now, exists=True, partitions=self.preferred)
+            reassignment=(E.ReassignmentRequested(at=self.now, exists=True, partitions=self.plan,
+                                                  zk_version=self.plan_version) if self.plan else None),
+            preferred_election=(E.PreferredElectionRequested(at=self.now, exists=True, partitions=self.preferred,
+                                                             zk_version=self.preferred_version)
                                 if self.preferred else None),
         )
 
@@ -323,15 +327,18 @@ class World:
     def _write_plan(self, node: Node, c: C.WriteReassignmentPlan, state) -> None:
         if not self._fence_check(node, state):
             return
+        if c.expected_version not in (-1, self.plan_version) or (c.partitions and not self.plan):
+            return  # ZooKeeper refuses it (BadVersion, NoNode): a newer request is there
         self.plan = c.partitions
-        plan = self.plan
-        self.to_controller(3, lambda at: E.ReassignmentRequested(at=at, exists=bool(plan), partitions=plan))
+        self.plan_version = self.plan_version + 1 if self.plan else -1
+        # the live watches do not deliver the controller's own writes back (adapters/watches.py)
 
     def _delete_preferred(self, node: Node, c, state) -> None:
         if not self._fence_check(node, state):
             return
-        self.preferred = ()
-        self.to_controller(3, lambda at: E.PreferredElectionRequested(at=at, exists=False))
+        if c.expected_version not in (-1, self.preferred_version):
+            return
+        self.preferred, self.preferred_version = (), -1
 
     def _send_lai(self, node: Node, c: C.SendLeaderAndIsr, state) -> None:
         if c.broker_id not in self.registered:
@@ -545,18 +552,21 @@ class World:
             entries[tp] = tuple(self.rng.sample(pool, rf))
         if not entries:
             return
+        self.plan_version = self.plan_version + 1 if self.plan else 0
         self.plan = tuple(sorted(entries.items()))
-        plan = self.plan
+        plan, version = self.plan, self.plan_version
         self.count("reassignments requested")
-        self.to_controller(3, lambda at: E.ReassignmentRequested(at=at, exists=True, partitions=plan))
+        self.to_controller(3, lambda at: E.ReassignmentRequested(at=at, exists=True, partitions=plan, zk_version=version))
 
     def action_preferred(self) -> None:
         tps = sorted({tp for tp in (self._random_partition() for _ in range(self.rng.randint(1, 5))) if tp})
         if not tps:
             return
+        self.preferred_version = self.preferred_version + 1 if self.preferred else 0
         self.preferred = tuple(tps)
-        pref = self.preferred
-        self.to_controller(3, lambda at: E.PreferredElectionRequested(at=at, exists=True, partitions=pref))
+        pref, version = self.preferred, self.preferred_version
+        self.to_controller(3, lambda at: E.PreferredElectionRequested(at=at, exists=True, partitions=pref,
+                                                                      zk_version=version))
 
     def action_elect_leaders(self) -> None:
         self.request_id += 1

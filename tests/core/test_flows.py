@@ -536,3 +536,26 @@ def test_a_deletion_whose_state_write_conflicts_still_removes_every_partition_fr
     assert any(isinstance(c, C.DeleteTopic) for c in sent)
     dropped = {p.tp for c in of_type(sent, C.SendUpdateMetadata) for p in c.partitions if p.leader == -2}
     assert dropped == {tp("t", 0), tp("t", 1)}
+
+
+def test_a_stale_listing_of_the_reassignment_znode_neither_rejects_nor_deletes_a_newer_request():
+    """Found by the chaos soak: the znode's watch fires on each of the controller's own rewrites;
+    a listing read before a rewrite and decided after it was taken for a new request ("already
+    done"), and the empty plan it produced deleted the znode unconditionally, losing the request
+    an admin had written meanwhile."""
+    given = elected(brokers=(1, 2, 3, 4), topics={"t": [[1, 2, 3], [1, 2, 3]]})[0]
+    plan = ((tp("t", 0), (2, 3, 4)), (tp("t", 1), (2, 3, 4)))
+    state, _ = run(given, E.ReassignmentRequested(at=AT, exists=True, partitions=plan, zk_version=0))
+    state, commands = run(state, catch_up(state, "t", 0, [1, 2, 3, 4]))  # t-0 done: the plan is rewritten
+    (rewrite,) = of_type(commands, C.WriteReassignmentPlan)
+    assert rewrite == C.WriteReassignmentPlan(partitions=plan[1:], expected_version=0)
+    assert state.plan_zk_version == 1
+    # the watch had read version 0 before the rewrite: that listing is an echo, not a request
+    stale, commands = step(state, E.ReassignmentRequested(at=AT, exists=True, partitions=plan, zk_version=0))
+    assert commands == () and stale == state
+    state, commands = run(state, catch_up(state, "t", 1, [1, 2, 3, 4]))  # the last one: delete version 1
+    assert of_type(commands, C.WriteReassignmentPlan) == [C.WriteReassignmentPlan(partitions=(), expected_version=1)]
+    # a new request written right then (ZooKeeper refused the delete: BadVersion) is carried out
+    state, commands = run(state, E.ReassignmentRequested(at=AT, exists=True, partitions=((tp("t", 0), (1, 2, 3)),),
+                                                         zk_version=2))
+    assert not of_type(commands, C.RejectRequest) and tp("t", 0) in state.reassigning

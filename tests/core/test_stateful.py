@@ -163,7 +163,9 @@ class Zk:
         self.states: dict[TopicPartition, LeaderIsr] = {}  # zk_version = the znode's version
         self.delete_requests: set[str] = set()
         self.plan: tuple | None = None  # /admin/reassign_partitions
+        self.plan_version = -1  # its znode version (-1: absent)
         self.preferred: tuple | None = None  # /admin/preferred_replica_election
+        self.preferred_version = -1
         self.epoch = 0
         # every (leader, leader_epoch, isr, version) a state znode ever held, per partition
         self.history: dict[TopicPartition, set] = defaultdict(set)
@@ -202,8 +204,10 @@ class Zk:
             topic_configs=tuple(sorted(self.configs.items())),
             partition_states=tuple(sorted(self.states.items())),
             topics_to_delete=frozenset(self.delete_requests),
-            reassignment=E.ReassignmentRequested(at=at, exists=True, partitions=self.plan) if self.plan else None,
-            preferred_election=(E.PreferredElectionRequested(at=at, exists=True, partitions=self.preferred)
+            reassignment=(E.ReassignmentRequested(at=at, exists=True, partitions=self.plan,
+                                                  zk_version=self.plan_version) if self.plan else None),
+            preferred_election=(E.PreferredElectionRequested(at=at, exists=True, partitions=self.preferred,
+                                                             zk_version=self.preferred_version)
                                 if self.preferred is not None else None),
         )
 
@@ -346,11 +350,18 @@ class ControllerMachine(RuleBasedStateMachine):
             zk.delete_requests -= set(c.topics)
             self.watches.append(("deletions",))
         elif isinstance(c, C.WriteReassignmentPlan):
-            zk.plan = tuple(c.partitions) or None
-            self.watches.append(("plan",))
+            # conditional: an admin's newer request is not overwritten (ZooKeeper says BadVersion
+            # and the writer drops the write); SetData on a missing znode fails (NoNode)
+            if c.expected_version in (-1, zk.plan_version) and (zk.plan is not None or not c.partitions):
+                if c.partitions:
+                    zk.plan, zk.plan_version = tuple(c.partitions), zk.plan_version + 1
+                else:
+                    zk.plan, zk.plan_version = None, -1
+                self.watches.append(("plan",))
         elif isinstance(c, C.DeletePreferredElectionRequest):
-            zk.preferred = None
-            self.watches.append(("preferred",))
+            if c.expected_version in (-1, zk.preferred_version):
+                zk.preferred, zk.preferred_version = None, -1
+                self.watches.append(("preferred",))
         return None
 
     # -- invariants -------------------------------------------------------------------------
@@ -547,9 +558,11 @@ class ControllerMachine(RuleBasedStateMachine):
         if kind == "deletions":
             return E.TopicDeletionsRequested(at=at, topics=frozenset(zk.delete_requests))
         if kind == "plan":
-            return E.ReassignmentRequested(at=at, exists=zk.plan is not None, partitions=zk.plan or ())
+            return E.ReassignmentRequested(at=at, exists=zk.plan is not None, partitions=zk.plan or (),
+                                           zk_version=zk.plan_version)
         if kind == "preferred":
-            return E.PreferredElectionRequested(at=at, exists=zk.preferred is not None, partitions=zk.preferred or ())
+            return E.PreferredElectionRequested(at=at, exists=zk.preferred is not None, partitions=zk.preferred or (),
+                                                zk_version=zk.preferred_version)
         if kind == "failed":
             return E.ZnodeWriteFailed(at=at, what=item[1], reason="NoNode")
         raise AssertionError(item)
@@ -742,15 +755,17 @@ class ControllerMachine(RuleBasedStateMachine):
             plan[t] = tuple(target)
         if not plan:
             return
-        zk.plan = tuple(sorted(plan.items()))
-        self.do(E.ReassignmentRequested(at=self.tick(), exists=True, partitions=zk.plan))
+        zk.plan, zk.plan_version = tuple(sorted(plan.items())), zk.plan_version + 1 if zk.plan is not None else 0
+        self.do(E.ReassignmentRequested(at=self.tick(), exists=True, partitions=zk.plan, zk_version=zk.plan_version))
 
     @precondition(lambda self: self.zk.topics)
     @rule(data=st.data())
     def request_preferred_election_znode(self, data):
         zk = self.zk
         zk.preferred = tuple(self._some_partitions(data))
-        self.do(E.PreferredElectionRequested(at=self.tick(), exists=True, partitions=zk.preferred))
+        zk.preferred_version = zk.preferred_version + 1 if zk.preferred_version >= 0 else 0
+        self.do(E.PreferredElectionRequested(at=self.tick(), exists=True, partitions=zk.preferred,
+                                             zk_version=zk.preferred_version))
 
     @rule(data=st.data(), kind=st.sampled_from(["preferred", "unclean"]), everything=st.booleans())
     def request_leader_election(self, data, kind, everything):
