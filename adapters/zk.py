@@ -267,6 +267,7 @@ class ZkSession:
         Only a sequential create stays undecidable: ConnectionLost."""
         opcode = _OPCODES[type(op)]
         request = _Request(opcode, _op_body(opcode, op, self._abs(op.path), self._acl_bytes), True, op.path)
+        _check_size(request, op.path)
         session = self._session
         generation = session.generation
         while True:
@@ -457,7 +458,9 @@ class ZkSession:
             return []
         offset = 0 if epoch_zk_version is None else 1
         wire_ops = ops if epoch_zk_version is None else [Check(CONTROLLER_EPOCH_PATH, epoch_zk_version), *ops]
-        results = await self._call(self._multi_request(wire_ops), None, write=True)
+        request = self._multi_request(wire_ops)
+        _check_size(request, ops[0].path)
+        results = await self._call(request, None, write=True)
         failed = next(((i, r.code) for i, r in enumerate(results)
                        if isinstance(r, _OpError) and r.code not in (0, -2)), None)
         if failed is None:
@@ -773,3 +776,16 @@ async def force_expire(connect_string: str, session_id: int, password: bytes, ti
                 _retire(conn)
         await asyncio.sleep(0.02)
     raise ZkError(detail=f"could not expire session 0x{session_id:x} within {timeout:.0f}s")
+
+
+JUTE_MAXBUFFER = 0xFFFFF
+"""ZooKeeper's default limit on one request (`jute.maxbuffer`, 1 MiB - 1). A larger request makes
+the server close the connection without an answer, which a client that re-sends lost writes
+would do forever; it is refused here instead."""
+
+
+def _check_size(request, path: str | None) -> None:
+    size = len(request.body) + 8
+    if size > JUTE_MAXBUFFER:
+        raise ZkError(path, f"a request of {size:,} bytes is larger than ZooKeeper accepts "
+                            f"(jute.maxbuffer, {JUTE_MAXBUFFER:,} bytes)")

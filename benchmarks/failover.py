@@ -193,9 +193,15 @@ class BenchCluster:
             await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
                         60, "all brokers back")
             await until(self._isrs_full, 300, "ISRs complete")
-            tps = [tp for tp, info in self.controller().loop.state.partitions.items() if info.leader_isr.leader != VICTIM]
-            if tps and await admin.exists(zkpaths.PREFERRED_REPLICA_ELECTION) is None:
-                await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION, zkdata.encode_preferred_replica_election(tps))
+            tps = sorted(tp for tp, info in self.controller().loop.state.partitions.items()
+                         if info.leader_isr.leader != VICTIM)
+            # in requests of at most PREFERRED_BATCH partitions: a znode must stay under ZooKeeper's
+            # 1 MiB request limit (100,000 partitions would not)
+            for i in range(0, len(tps), PREFERRED_BATCH):
+                await until_async(lambda: _absent(admin, zkpaths.PREFERRED_REPLICA_ELECTION), 120,
+                                  "the previous preferred election handled")
+                await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION,
+                                   zkdata.encode_preferred_replica_election(tps[i:i + PREFERRED_BATCH]))
             try:
                 await until(self._settled, 30, "preferred leaders back")
                 break
@@ -216,6 +222,21 @@ class BenchCluster:
                 await node.close()
             elif node.zk is not None:
                 await node.zk.close()
+
+
+PREFERRED_BATCH = 10_000
+
+
+async def _absent(admin: ZkSession, path: str) -> bool:
+    return await admin.exists(path) is None
+
+
+async def until_async(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(interval)
 
 
 async def until(predicate, timeout: float, what: str, interval: float = 0.05) -> None:
