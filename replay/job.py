@@ -190,6 +190,7 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
                  & F.col("h0.controller_epoch").isNotNull() & F.col("h0.at").isNotNull() & F.col("h0.v").isNotNull(),
                  F.col("h0")).otherwise(F.from_json("text", HEADER_FIELDS))))
              .select("journal", "path", "name_seq", "line", "torn",
+                     (F.instr(F.col("text"), "\u0000") > 0).alias("has_nul"),
                      (F.col("crc_ok") & F.col("h.seq").isNotNull() & F.col("h.type").isNotNull()
                       & F.col("h.controller_id").isNotNull() & F.col("h.controller_epoch").isNotNull()
                       & F.col("h.at").isNotNull() & F.col("h.v").isNotNull()).alias("ok"),
@@ -229,11 +230,14 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
            .join(F.broadcast(spark.createDataFrame([(s.path, s.lines) for s in summaries], "path STRING, lines INT")),
                  "path"))
     line_findings = bad.select(
+        # a complete bad last line is an unfinished write only if it holds NULs (unwritten space);
+        # otherwise it is a damaged record, like the writer decides (replay/journal_reader.py)
         F.when(F.col("ok"), F.lit("seq-mismatch"))
-         .when((F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")), F.lit("torn-tail"))
+         .when((F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")) & F.col("has_nul"),
+               F.lit("torn-tail"))
          .otherwise(F.lit("corrupt-record")).alias("rule"),
-        F.when(~F.col("ok") & (F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")),
-               F.lit("warning")).otherwise(F.lit("violation")).alias("severity"),
+        F.when(~F.col("ok") & (F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines"))
+               & F.col("has_nul"), F.lit("warning")).otherwise(F.lit("violation")).alias("severity"),
         F.col("shown").alias("journal"), F.col("path").alias("file"), F.col("line"),
         F.col("seq"), F.lit(None).cast("bigint").alias("time"), F.lit(None).cast("string").alias("topic"),
         F.lit(None).cast("int").alias("partition"),

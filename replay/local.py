@@ -72,10 +72,10 @@ def scan(root: Path):
                 try:
                     rec = verify_line(raw)
                 except InvalidRecord as exc:
-                    if last_segment and n == len(lines):
-                        findings.append(finding("torn-tail", "warning", f"the last line is bad ({exc.reason}); the "
-                                                "writer truncates it when the journal is reopened",
-                                                journal=journal, file=path, line=n))
+                    if last_segment and n == len(lines) and b"\0" in raw:
+                        findings.append(finding("torn-tail", "warning", f"the last line is bad ({exc.reason}) and holds "
+                                                "NUL bytes (an unfinished write); the writer truncates it when the "
+                                                "journal is reopened", journal=journal, file=path, line=n))
                     else:
                         findings.append(finding("corrupt-record", "violation", exc.reason, journal=journal, file=path,
                                                 line=n))

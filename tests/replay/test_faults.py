@@ -95,3 +95,30 @@ def test_leader_epoch_going_back(generated, replayed, tmp_path):
     bad = found(result, "leader-epoch")
     assert [(f["journal"], f["seq"], f["topic"], f["partition"]) for f in bad] == [(name, seq, tp.topic, tp.partition)]
     assert "went back" in bad[0]["detail"]
+
+
+def _last_segment(root):
+    journals = sorted((len(list_segments(d)), d.name) for d in root.iterdir() if d.is_dir())
+    return list_segments(root / journals[-1][1])[-1].path
+
+
+def test_a_flipped_bit_in_the_last_line_is_corruption_not_a_torn_tail(generated, tmp_path):
+    root = copy_tree(generated[0], tmp_path / "j")
+    seg = _last_segment(root)
+    lines = read_lines(seg)
+    flip_byte(seg, line=len(lines))  # a complete line: it may have been fsynced, so it is damage
+    result = local.replay(root)
+    bad = found(result, "corrupt-record")
+    assert [(f["file"], f["line"], f["severity"]) for f in bad] == [(str(seg), len(lines), "violation")]
+    assert not found(result, "torn-tail") and not result.passed
+
+
+def test_a_last_line_with_nul_bytes_is_a_torn_tail(generated, tmp_path):
+    root = copy_tree(generated[0], tmp_path / "j")
+    seg = _last_segment(root)
+    lines = read_lines(seg)
+    lines[-1] = lines[-1][:-20] + b"\0" * 20  # space a crash left allocated but unwritten
+    write_lines(seg, lines)
+    result = local.replay(root)
+    assert [(f["line"], f["severity"]) for f in found(result, "torn-tail")] == [(len(lines), "warning")]
+    assert not found(result, "corrupt-record")
