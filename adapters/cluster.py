@@ -16,6 +16,12 @@ from pathlib import Path
 
 from . import zkdata, zkpaths
 from .zk import NoNode, ZkSession
+from .zookeeper_server import die_with_parent
+
+
+def _kill_with_parent() -> None:
+    # a killed test, demo or benchmark must not leave nodes running
+    die_with_parent(signal.SIGKILL)
 
 
 class NodeProcess:
@@ -29,7 +35,7 @@ class NodeProcess:
     def start(self) -> None:
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT, env=self.env,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_kill_with_parent)
 
     @property
     def pid(self) -> int | None:

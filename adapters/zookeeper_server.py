@@ -123,10 +123,12 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> s
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Runs in a child between fork and exec: the child gets `sig` when its parent dies (Linux's
+    PR_SET_PDEATHSIG), so nothing outlives a killed test, demo or benchmark."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
     except Exception:  # not Linux: best effort only
         pass
 
@@ -245,7 +247,7 @@ class EmbeddedZooKeeper:
             stderr=subprocess.STDOUT,
             cwd=self.data_dir,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
         self._paused = False
         deadline = time.monotonic() + timeout

@@ -536,7 +536,13 @@ def main(args) -> int:
     logging.getLogger().handlers[:] = [handler]
     logging.getLogger().setLevel(logging.INFO)
     console = Console(width=max(Console().width, 150))
-    results = asyncio.run(run(args, console))
+    try:
+        results = asyncio.run(run(args, console))
+    except (Exception, TimeoutError) as exc:  # one line, as for every kctl command; the details are in nodes.log
+        print(f"error: the failover benchmark failed: {type(exc).__name__}: {exc} (see {out / 'nodes.log'})",
+              file=sys.stderr)
+        logging.getLogger("kctl.bench").exception("the failover benchmark failed")
+        return 1
     (out / "result.json").write_text(json.dumps(results, indent=2))
     chart(results, out / "failover.png")
     table(results, console)
