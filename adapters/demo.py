@@ -165,6 +165,7 @@ def _replay(console: Console, base: Path) -> None:
     except ImportError:
         console.print("[yellow]replay: not available in this build[/]")
         return
+    console.print()
     console.print("[bold]replay[/]: auditing every controller's journal on a local Spark ...")
     code, out = _kctl("replay", "--journal", str(base / "journals"), "--out", str(base / "replay"))
     console.print(out[-2000:])
