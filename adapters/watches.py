@@ -112,6 +112,11 @@ class ControllerWatches:
         # the snapshot builder (also the watcher's view of ZooKeeper)
         self.brokers: tuple = ()
         self.broker_names: list[str] = []
+        # a data watch per registration, so a broker that rewrites its registration in place
+        # (new endpoint or rack, same session) is re-read, like Kafka's BrokerModifications;
+        # the mzxid each was last read at tells a real change from the watch's first delivery
+        self.broker_watches: dict[str, object] = {}
+        self.broker_mzxid: dict[str, int] = {}
         self.topic_names: frozenset[str] = frozenset()
         self.topics: dict[str, object] = {}  # topic -> {p: ReplicaAssignment} | str (problem)
         self.topic_delivered: dict[str, asyncio.Future] = {}
@@ -131,6 +136,7 @@ class ControllerWatches:
                      zkpaths.CONFIG_TOPICS):
             await self.zk.ensure_path(path)
         brokers = Serial(self._read_brokers, "brokers")
+        self._broker_serial = brokers
         isr = Serial(self._read_isr_notifications, "isr-changes")
         topic_starter = Serial(self._sync_topic_watches, "topics")
         self.serials += [brokers, isr, topic_starter]
@@ -161,6 +167,10 @@ class ControllerWatches:
         for ws in self.topic_watches.values():
             for w in ws:
                 w.cancel()
+        for w in self.broker_watches.values():
+            if w is not None:
+                w.cancel()
+        self.broker_watches, self.broker_mzxid = {}, {}
         self.unwatch_all()
         for s in self.serials:
             s.cancel()
@@ -226,6 +236,7 @@ class ControllerWatches:
         self._forget_reports(zkpaths.BROKERS_IDS, names)
         paths = [zkpaths.BROKERS_IDS + "/" + n for n in names]
         values = await self.zk.get_many(paths)
+        previous = {b.broker_id: b for b in self.brokers}
         listing = []
         for name, path in zip(names, paths):
             value = values.get(path)
@@ -240,10 +251,48 @@ class ControllerWatches:
             try:
                 listing.append(zkdata.decode_broker(broker_id, value[0], value[1].czxid))
             except zkdata.ZnodeFormatError as exc:
-                self._report_once(path, value[1].mzxid, "ignoring unreadable broker registration %s: %s", path, exc)
+                kept = previous.get(broker_id)
+                if kept is not None and kept.epoch == value[1].czxid:
+                    # rewritten in place into garbage: the broker is still alive (its session
+                    # holds the znode), so keep what it registered rather than call it dead
+                    self._report_once(path, value[1].mzxid, "unreadable broker registration %s: %s; keeping the "
+                                      "registration read before", path, exc)
+                    listing.append(kept)
+                else:
+                    self._report_once(path, value[1].mzxid, "ignoring unreadable broker registration %s: %s",
+                                      path, exc)
         self.brokers = tuple(sorted(listing, key=lambda b: b.broker_id))
         if self.live:
             self.put_event(E.BrokersChanged(at=self.clock(), brokers=self.brokers))
+        await self._sync_broker_watches(names, values)
+
+    async def _sync_broker_watches(self, names: list[str], values: dict) -> None:
+        for name in [n for n in self.broker_watches if n not in names]:
+            watch = self.broker_watches.pop(name)
+            self.broker_mzxid.pop(name, None)
+            if watch is not None:
+                watch.cancel()
+        for name in names:
+            value = values.get(zkpaths.BROKERS_IDS + "/" + name)
+            if value is not None:
+                self.broker_mzxid[name] = value[1].mzxid
+        serial = self._broker_serial
+        for name in [n for n in names if n not in self.broker_watches]:
+            self.broker_watches[name] = None  # claimed: a concurrent run does not arm it twice
+
+            def changed(value, name=name) -> None:
+                if value is not None and value[1].mzxid != self.broker_mzxid.get(name):
+                    serial.poke()  # deletion is the children watch's to report
+
+            try:
+                watch = await self.zk.watch_data(zkpaths.BROKERS_IDS + "/" + name, changed)
+            except BaseException:
+                self.broker_watches.pop(name, None)  # the retry arms it
+                raise
+            if name in self.broker_watches:
+                self.broker_watches[name] = watch
+            else:
+                watch.cancel()  # gone while arming
 
     def _on_topic_names(self, names, serial: Serial) -> None:
         self.topic_names = frozenset(names or ())

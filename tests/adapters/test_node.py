@@ -3,6 +3,7 @@ session expiry, watch coverage, and the journal folding back to the live state."
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -63,6 +64,39 @@ async def test_exactly_one_controller_with_epoch_1_then_failover_to_epoch_2(clus
     second = await wait_for(lambda: active(rest), what="a new controller")
     assert await controller(admin) == (second.broker_id, 2)
     assert second.loop.state.epoch == 2 and second.loop.state.epoch_zk_version == 2
+
+
+async def test_a_registration_rewritten_in_place_reaches_the_controller(cluster, admin, caplog):
+    """A broker that rewrites its `/brokers/ids/<id>` data in the same session (a new rack or
+    endpoint) is re-read, as Kafka's BrokerModifications does, and not taken for a bounce."""
+    ctrl = await wait_for(lambda: active(cluster), what="a controller")
+    other = next(n for n in cluster if n is not ctrl)
+    before = ctrl.loop.state.brokers[other.broker_id]
+    path = zkpaths.broker(other.broker_id)
+    data, _ = await admin.get(path)
+    doc = json.loads(data)
+    doc["rack"] = "rack-moved"
+    await admin.set(path, json.dumps(doc).encode())
+
+    async def reread():
+        info = ctrl.loop.state.brokers.get(other.broker_id)
+        return info is not None and info.rack == "rack-moved"
+
+    await wait_for(reread, what="the controller to re-read the registration")
+    after = ctrl.loop.state.brokers[other.broker_id]
+    assert after.epoch == before.epoch and (after.host, after.port) == (before.host, before.port)
+    assert ctrl.active and other.broker_id in ctrl.loop.state.live_broker_ids
+
+    # rewritten into garbage: an error naming the znode, and the broker is not taken for dead
+    await admin.set(path, b"{not json")
+
+    async def reported():
+        return any("unreadable broker registration " + path in r.getMessage() for r in caplog.records)
+
+    await wait_for(reported, what="the bad registration to be reported")
+    await asyncio.sleep(0.3)  # the listing it produced has been stepped
+    assert ctrl.active and other.broker_id in ctrl.loop.state.live_broker_ids
+    assert ctrl.loop.state.brokers[other.broker_id] == after
 
 
 async def test_expired_controller_resigns_and_its_late_writes_are_fenced(cluster, admin, zk_connect):
