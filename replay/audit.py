@@ -12,7 +12,9 @@ Rules (severity "violation" fails the audit):
 - leader-epoch: per partition, in ZooKeeper order (the znode version, across controllers), every
   controller write raises the leader epoch and nothing lowers it;
 - leader-not-in-isr / isr-outside-assignment / isr-empty: at every recorded point (a leader of -1
-  is allowed, with a non-empty ISR);
+  is allowed, with a non-empty ISR). A leaderless partition whose ISR is the one replica a
+  reassignment has just dropped is not a violation: Kafka never empties an ISR, so removing its
+  last member keeps it there with no leader (ReplicaStateMachine.doRemoveReplicasFromIsr);
 - stale-controller-write: no write accepted from a controller after a newer epoch had written;
 - version-conflict: two different values recorded for the same znode version;
 - unclean-not-allowed: unclean elections only where the topic allowed them (or an admin asked).
@@ -267,7 +269,8 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
             # against the current and the previous assignment, the controller's own against the
             # current one
             allowed = replicas if r["kind"] in ("write", "elected") else set(assignments[0]) | set(replicas)
-            if replicas and any(x not in allowed for x in isr):
+            last_member_kept = leader == -1 and len(isr) == 1
+            if replicas and not last_member_kept and any(x not in allowed for x in isr):
                 bad("isr-outside-assignment", r, f"{what}: ISR {isr} is not within the assignment {replicas}")
             if prev is not None:
                 if r["kind"] == "write" and r["leader_epoch"] <= prev["leader_epoch"]:
