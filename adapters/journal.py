@@ -422,6 +422,12 @@ class Journal:
             or self._roll_requested
             or self._seg_size + self._buf_bytes >= self._segment_bytes
         )
+        if type == "effects" and self._fd is not None and self._seg_records:
+            # An effects record never starts a segment: it describes an event already stepped,
+            # and the replay cuts at a snapshot by the effects records before it (replay/plan.py),
+            # so the segment rolls at the next event instead (the loop appends the effects of
+            # every stepped event first).
+            new_segment = False
         if new_segment and self._fd is not None and self._seg_records == 0:
             new_segment = self._roll_requested = False  # the current segment is empty: use it
         if new_segment:
@@ -436,7 +442,8 @@ class Journal:
         return self._buffer(line)
 
     def rolls_next(self) -> bool:
-        """Whether the next `append` starts a segment (and so asks for a snapshot head)."""
+        """Whether the next `append` of an event starts a segment (and so asks for a snapshot
+        head); an "effects" record never does."""
         return (self._fd is None or self._roll_requested or self._seg_size + self._buf_bytes >= self._segment_bytes
                 or (self._seg_records == 0 and self.snapshot_provider is not None))
 

@@ -104,6 +104,9 @@ class ControllerLoop:
         self.processing = None
         self._effects: collections.deque = collections.deque()  # (event_seq, epoch, at, commands)
         self._effects_ready = asyncio.Event()
+        # held while an effects record is taken, digested and appended: a segment roll waits for
+        # it, so no effects record of an event stepped before a snapshot lands after it
+        self._effects_lock = asyncio.Lock()
         self.journal_failure: JournalError | None = None  # set while the journal is unusable
         self.on_journal_failure = None  # callable(error): the node resigns and stops competing
         self.dropped_events = 0  # events not acted on because the journal was unusable
@@ -175,6 +178,10 @@ class ControllerLoop:
         try:
             for event, enqueued in batch:
                 t0 = time.perf_counter()
+                if journal.rolls_next() and self._effects:
+                    # the snapshot head will hold every event stepped so far, so their effects
+                    # records go first, in the old segment (the replay's cut, replay/plan.py)
+                    await self._write_pending_effects()
                 if journal.rolls_next() and journal.snapshot_provider is not None \
                         and len(self.state.partitions) >= OFFLOAD_PARTITIONS:
                     journal.prepare_snapshot(await asyncio.to_thread(self._snapshot))  # a whole cluster
@@ -328,12 +335,22 @@ class ControllerLoop:
                 if not self._quiet():
                     await asyncio.sleep(0.02)
                     continue
-                seq, epoch, at, commands = self._effects.popleft()
-                digest = None
-                if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
-                    digest = await asyncio.to_thread(codec.digest, commands)
-                self._append_effects(seq, epoch, at, commands, digest)
+                async with self._effects_lock:
+                    if self._effects:
+                        await self._write_one_effects()
                 await asyncio.sleep(0)
+
+    async def _write_one_effects(self) -> None:
+        seq, epoch, at, commands = self._effects.popleft()
+        digest = None
+        if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
+            digest = await asyncio.to_thread(codec.digest, commands)
+        self._append_effects(seq, epoch, at, commands, digest)
+
+    async def _write_pending_effects(self) -> None:
+        async with self._effects_lock:
+            while self._effects:
+                await self._write_one_effects()
 
     def flush_effects(self) -> None:
         """Write every pending effects record now (shutdown, tests, journal reads)."""
