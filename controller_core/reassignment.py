@@ -202,8 +202,9 @@ def _remove_from_reassigning(d: Draft, tp: TopicPartition, completed: ReplicaAss
 
 def resume_in_progress(d: Draft) -> None:
     """At failover: restart reassignments persisted in topic znodes (adding/removing set) that
-    the admin znode did not already cover."""
+    the admin znode did not already cover, except in topics being deleted (failover.py says why)."""
     resumable = sorted(tp for tp, info in d.partitions.items()
-                       if info.assignment.is_being_reassigned and tp not in d.reassigning)
+                       if info.assignment.is_being_reassigned and tp not in d.reassigning
+                       and not d.queued_for_deletion(tp.topic))
     for tp in resumable:
         on_partition_reassignment(d, tp, d.info(tp).assignment)

@@ -559,3 +559,29 @@ def test_a_stale_listing_of_the_reassignment_znode_neither_rejects_nor_deletes_a
     state, commands = run(state, E.ReassignmentRequested(at=AT, exists=True, partitions=((tp("t", 0), (1, 2, 3)),),
                                                          zk_version=2))
     assert not of_type(commands, C.RejectRequest) and tp("t", 0) in state.reassigning
+
+
+def test_a_deletion_queued_over_a_half_done_reassignment_completes_after_failover():
+    """Found by the ten-minute chaos soak: a topic's deletion was queued while one of its
+    partitions was being reassigned, then the controller failed. The new controller does not
+    resume a reassignment of a topic being deleted, so nothing would ever make the deletion
+    eligible again; the topic and its markers stayed forever. The deletion goes ahead instead
+    (it removes the unfinished assignment with the topic)."""
+    moving = ReplicaAssignment((4, 1, 2, 3), adding=(4,), removing=(3,))
+    snap = E.ClusterSnapshot(
+        brokers=tuple(broker(b) for b in (1, 2, 3, 4)),
+        topics=(("t", ((0, moving), (1, ReplicaAssignment((1, 2, 3))))),),
+        partition_states=((tp("t", 0), LeaderIsr(1, 3, (1, 2, 3), 1, 4)), (tp("t", 1), LeaderIsr(1, 0, (1, 2, 3), 1, 0))),
+        topics_to_delete={"t"},
+    )
+    config = ControllerConfig(broker_id=1, auto_leader_rebalance_enable=False)
+    state, commands = settle(*step(initial_state(config), E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1,
+                                                                                snapshot=snap)))
+    assert tp("t", 0) not in state.reassigning and "t" not in state.topics_ineligible_for_deletion
+    stops = [c for c in of_type(commands, C.SendStopReplica) if c.delete]
+    assert {r for c in stops for r in [c.broker_id]} == {1, 2, 3, 4}
+    for c in stops:
+        state, more = run(state, E.StopReplicaResponded(at=AT, broker_id=c.broker_id, delete=True,
+                                                        partitions=c.partitions, errors=()))
+        commands += more
+    assert "t" not in state.topics and of_type(commands, C.DeleteTopic)
