@@ -105,7 +105,9 @@ def describe(event, before, after, commands, writes: dict | None = None) -> tupl
     why = _why(event, before, after, fields, writes)
     if why:
         parts.append(why)
-    changes = [] if not before.active else _changes(before, after, fields)
+    # a controller that stops being one forgets the cluster: that is not brokers failing or
+    # topics being deleted, so only a change seen while in office is described
+    changes = _changes(before, after, fields) if before.active and after.active else []
     parts += changes
     drained = len(getattr(before, "deferred", ())) - len(deferred)
     if drained > 0:

@@ -189,3 +189,18 @@ async def test_json_nodes_write_nothing_but_json_lines(zk_connect, tmp_path, adm
     assert len(decision) == 1 and decision[0]["brokers_failed"] == [victim]
     assert f"broker {victim} failed (registration gone)" in decision[0]["message"]
     assert decision[0]["leaders_elected"] == PARTITIONS and decision[0]["unclean_elections"] == 0
+
+
+def test_a_resignation_is_not_described_as_brokers_failing_or_topics_deleted():
+    from adapters.decisionlog import describe
+    from controller_core import events as E
+    from controller_core.step import step
+    from tests.core.builders import AT, elected
+
+    before, _ = elected(brokers=(1, 2, 3), topics={"t": [[1, 2, 3]]})
+    event = E.ControllerResigned(at=AT, reason="ZooKeeper session expired")
+    after, commands = step(before, event)
+    level, parts, fields = describe(event, before, after, commands)
+    line = "; ".join(parts)
+    assert "resigned: ZooKeeper session expired" in line
+    assert "failed" not in line and "deleted" not in line and "topics_deleted" not in fields
