@@ -10,7 +10,8 @@ commands of a 10,000-partition failover takes longer than deciding it, so effect
 once the controller is quiet (nothing queued, no write in flight, every broker request
 acknowledged) and may land in the journal a few records after their event.
 
-Nothing else changes controller state, so there are no locks.
+Nothing else changes controller state, so the state needs no lock. (One lock orders the
+deferred effects records against segment rolls; see `_effects_lock`.)
 
 The ZooKeeper session's heartbeats run on this same asyncio loop, so the loop must never stop
 for a large fraction of the session timeout: a controller that decides a 100,000-partition
@@ -52,6 +53,11 @@ log = logging.getLogger("kctl.controller")
 OFFLOAD_PARTITIONS = 2000
 """From this many partitions on, decisions and large encodings run in a worker thread (see the
 module docstring). Below it a thread hand-off costs more than the work."""
+
+
+def _whole_cluster(event) -> bool:
+    """A failover's snapshot of a large cluster: worth a worker thread to encode and decide."""
+    return event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS
 
 
 class Executor(Protocol):
@@ -185,8 +191,8 @@ class ControllerLoop:
                 if journal.rolls_next() and journal.snapshot_provider is not None \
                         and len(self.state.partitions) >= OFFLOAD_PARTITIONS:
                     journal.prepare_snapshot(await asyncio.to_thread(self._snapshot))  # a whole cluster
-                if event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS:
-                    body = await asyncio.to_thread(codec.encode_event, event)  # a whole cluster
+                if _whole_cluster(event):
+                    body = await asyncio.to_thread(codec.encode_event, event)
                 else:
                     body = codec.encode_event(event)
                 seq = journal.append("event", body, controller_epoch=self._journal_epoch(event), at=event.at)
@@ -294,8 +300,7 @@ class ControllerLoop:
         t1 = time.perf_counter()
         self.processing = event
         before = self.state
-        if len(before.partitions) >= OFFLOAD_PARTITIONS or (
-                event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS):
+        if len(before.partitions) >= OFFLOAD_PARTITIONS or _whole_cluster(event):
             state, commands = await asyncio.to_thread(step, before, event)
         else:
             state, commands = step(before, event)
