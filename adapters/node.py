@@ -161,6 +161,9 @@ class ClusterNode:
         if self.metrics is not None:
             self.loop.observers.append(self.metrics.stats)
         self.loop.on_journal_failure = self._on_journal_failure
+        if self.state_changes is not None:
+            loop = self.loop
+            self.state_changes.hold_while(lambda: loop.bursting)
         self.broker = self._make_broker()
         self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
         await self.server.start()

@@ -10,7 +10,7 @@ Public API
 - `encode_commands(cs) -> list[dict]` / `decode_commands(ds) -> tuple` (shared tuples encoded once)
 - `encode_state(s) -> dict` / `decode_state(d) -> ControllerState`
 - `canonical_json(obj) -> str` and `digest(commands) -> str` (for the journal's "effects" records)
-- `gc_paused()`: a context manager to wrap `json.loads` of a big snapshot in (see its docstring)
+- `gc_paused()`: a context manager to wrap `json.loads` of a big snapshot in (controller_core/gcpause.py)
 - `CodecError` (a `ValueError`) for anything that cannot be decoded, with a path to the culprit:
   ``BrokersChanged.brokers[1].port: expected an int, got str '9092'``.
 
@@ -69,13 +69,13 @@ code generator). Import everything from here.
 """
 from __future__ import annotations
 
-import gc as _gc
 import hashlib
 import json
 from typing import Any, Iterable
 
 from .codec_compiler import _Compiler
 from .codec_errors import CodecError, _show
+from .gcpause import gc_paused
 from .codec_tables import (  # the top-level types and their versions: callers import them from here
     COMMAND_TYPES,
     EVENT_TYPES,
@@ -112,42 +112,16 @@ _COMPILER = _Compiler(lambda e: encode_event(e), lambda d: decode_event(d))  # l
 # -- public API -----------------------------------------------------------------------------------
 
 
-class gc_paused:
-    """Context manager: the cyclic garbage collector is off inside (if it was on).
-
-    Building or parsing 100,000 small lists triggers collections that each walk every live
-    object, several million of them with a big state in memory: that tripled the codec's time in
-    measurements. The codec pauses the collector itself; wrap `json.loads` / `json.dumps` of a
-    snapshot in this too. The values built here hold no reference cycles, so nothing is left for it."""
-
-    __slots__ = ("was_enabled",)
-
-    def __enter__(self) -> "gc_paused":
-        self.was_enabled = _gc.isenabled()
-        if self.was_enabled:
-            _gc.disable()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self.was_enabled:
-            _gc.enable()
-
-
 def _encode_top(value: Any, by_name: dict[str, type], kind: str, memo: dict | None = None) -> dict:
     cls = value.__class__
     if by_name.get(cls.__name__) is not cls:
         raise CodecError(f"not {kind}: {cls.__module__}.{cls.__qualname__}")
     enc = _COMPILER.encoders.get(cls) or _COMPILER.top_encoder(cls)
-    enabled = _gc.isenabled()
-    if enabled:
-        _gc.disable()
-    try:
-        return enc(value, memo)
-    except (AttributeError, TypeError) as exc:
-        raise CodecError(f"cannot encode {cls.__name__}: {exc}") from exc
-    finally:
-        if enabled:
-            _gc.enable()
+    with gc_paused():
+        try:
+            return enc(value, memo)
+        except (AttributeError, TypeError) as exc:
+            raise CodecError(f"cannot encode {cls.__name__}: {exc}") from exc
 
 
 def _decode_top(d: Any, by_name: dict[str, type], kind: str) -> Any:
@@ -174,17 +148,12 @@ def _decode_top(d: Any, by_name: dict[str, type], kind: str) -> Any:
         d = upgrade(d)
         v += 1
     dec = _COMPILER.decoders.get(cls) or _COMPILER.top_decoder(cls)
-    enabled = _gc.isenabled()
-    if enabled:
-        _gc.disable()
-    try:
-        return dec(d, 2)
-    except CodecError as e:
-        e._rpath.append(name)
-        raise
-    finally:
-        if enabled:
-            _gc.enable()
+    with gc_paused():
+        try:
+            return dec(d, 2)
+        except CodecError as e:
+            e._rpath.append(name)
+            raise
 
 
 def encode_event(e: Any) -> dict:
