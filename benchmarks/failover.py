@@ -16,11 +16,14 @@ per partition, one after another, as Kafka <= 1.0 did) and `zk-floor` (the bare 
 issuing the same epoch-checked writes as multi-ops, or for controller-failover the same
 pipelined reads, with no controller at all).
 
-The nodes that can become controller run in this process, so that one probe sees every phase of
-the controller's work: broker 5 (the first controller) and broker 1 (the victim, which leads
-every partition; it competes only in controller-failover, where it is the one that takes over).
-Brokers 2-4 are real `kctl node` processes with `process.roles=broker`, so their handling of
-10,000-partition requests runs in parallel with the controller, as on separate machines.
+The controller runs in this process, so that one probe sees every phase of its work: broker 5
+(the first controller) and, in controller-failover, broker 1 (which takes over). In
+broker-failure the victim (broker 1, which leads every partition) is in this process too, so
+that its session can be expired at t0; it is crashed first and does nothing after t0. Every
+other broker is a real `kctl node` process with `process.roles=broker`, so its handling of
+10,000-partition requests runs beside the controller, as on separate machines; in particular
+the controlled-shutdown victim is a `kctl node` process shut down by SIGTERM at t0, as an
+operator would (it then asks the controller, as Kafka's brokers do).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -49,7 +53,6 @@ PHASES = ("watch_delivery", "queue", "step", "journal", "zk_writes", "broker_rou
 BROKERS = (1, 2, 3, 4, 5)
 VICTIM = 1
 PER_TOPIC = 100
-IN_PROCESS = (1, 5)
 NODE_SETTINGS = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false",
                  "replica.catch.up.delay.ms": "200", "replica.lag.time.max.ms": "30000", "journal.fsync": "batch"}
 
@@ -65,8 +68,12 @@ class Probe:
         self.writes: list = []
 
     def start(self) -> None:
-        self.events, self.acks, self.writes = [], [], []
+        self.reset()  # empty already (see run_mode): freeing a run's reports is not timed
         self.t0 = time.perf_counter()
+
+    def reset(self) -> None:
+        self.t0 = None
+        self.events, self.acks, self.writes = [], [], []
 
     def on_event(self, event, timing) -> None:
         if self.t0 is not None:
@@ -117,12 +124,15 @@ class BenchCluster:
         self.nodes: dict[int, ClusterNode] = {}
         self.topics = [f"bench-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
 
+    def in_process(self, broker_id: int) -> bool:
+        return broker_id == 5 or (broker_id == VICTIM and self.scenario != "controlled-shutdown")
+
     def _settings(self, broker_id: int) -> dict:
         eligible = broker_id == 5 or (broker_id == VICTIM and self.scenario == "controller-failover")
         return {**NODE_SETTINGS, "process.roles": "broker,controller" if eligible else "broker"}
 
     async def start_node(self, broker_id: int):
-        if broker_id in IN_PROCESS:
+        if self.in_process(broker_id):
             config = NodeConfig(broker_id=broker_id, zookeeper=self.connect, journal_dir=str(self.base / f"node-{broker_id}"),
                                 settings=self._settings(broker_id), sequential_writes=self.mode == "sequential")
             node = ClusterNode(config, instruments=self.probe)
@@ -175,9 +185,12 @@ class BenchCluster:
     async def restore(self, admin: ZkSession) -> None:
         """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
         full ISRs, nothing in flight."""
-        for b in IN_PROCESS:
-            node = self.nodes.get(b)
-            if node is None or node._stopping:
+        for b in BROKERS:
+            if self.in_process(b):
+                node = self.nodes.get(b)
+                if node is None or node._stopping:
+                    await self.start_node(b)
+            elif not self.processes.nodes[b].running():
                 await self.start_node(b)
         await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
                     60, "all brokers back")
@@ -264,15 +277,14 @@ async def run_broker_failure(cluster: BenchCluster) -> dict:
 
 
 async def run_controlled_shutdown(cluster: BenchCluster) -> dict:
-    victim = cluster.nodes[VICTIM]
+    victim = cluster.processes.nodes[VICTIM]
     cluster.probe.start()
-    ok = await victim._ask_controller_to_shut_down()
-    if ok:
-        raise RuntimeError(f"controlled shutdown left {len(ok)} partitions led by broker {VICTIM}")
+    victim.signal(signal.SIGTERM)  # `kctl node` asks the controller, then leaves
     survivors = [b for b in BROKERS if b != VICTIM]
     end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
                              lambda ctrl: _moved_off(ctrl, VICTIM))
-    await victim.close()  # it leaves for real; restore() brings it back
+    if await asyncio.to_thread(victim.wait, 60) != 0:  # restore() starts it again
+        raise RuntimeError(f"broker {VICTIM} did not shut down cleanly (see its log in the run's directory)")
     return _phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten)
 
 
@@ -463,7 +475,7 @@ async def run_mode(connect, base, scenario, mode, args, progress) -> list[dict]:
         for _ in range(args.runs):
             await cluster.restore(admin)
             samples.append(await RUNNERS[scenario](cluster))
-            probe.t0 = None
+            probe.reset()
             progress.advance(task)
         progress.remove_task(task)
     finally:
