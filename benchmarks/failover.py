@@ -464,7 +464,8 @@ async def run(args, console) -> dict:
 
 
 async def run_mode(connect, base, scenario, mode, args, progress) -> list[dict]:
-    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}"
+    # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
+    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}-{time.monotonic_ns()}"
     probe = Probe()
     cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe, scenario)
     admin = await ZkSession.connect(chroot_connect)

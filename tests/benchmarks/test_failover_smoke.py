@@ -22,6 +22,17 @@ def test_bench_failover_smoke(tmp_path, zk_server, capsys):
     assert (out / "failover.png").stat().st_size > 1000
 
 
+def test_bench_controlled_shutdown_restarts_its_victim_between_runs(tmp_path, zk_server):
+    """The controlled-shutdown victim is a `kctl node` process stopped by SIGTERM: the second
+    run needs it started again and leading every partition."""
+    out = tmp_path / "bench"
+    code = main(["bench", "failover", "--partitions", "100", "--runs", "2", "--out", str(out),
+                 "--scenarios", "controlled-shutdown", "--modes", "batched", "--zookeeper", zk_server.connect_string])
+    assert code == 0
+    s = json.loads((out / "result.json").read_text())["scenarios"]["controlled-shutdown"]["batched"]
+    assert s["runs"] == 2 and all(ms > 0 for ms in s["samples_ms"])
+
+
 def test_bench_failover_rejects_bad_flags(capsys):
     assert main(["bench", "failover", "--partitions", "0"]) == 2
     assert main(["bench", "failover", "--modes", "warp"]) == 2
