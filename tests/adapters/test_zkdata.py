@@ -604,7 +604,7 @@ def test_modules_use_only_the_standard_library_and_values(module):
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
-    assert imported <= {"__future__", "base64", "json", "re", "reprlib", "collections.abc",
+    assert imported <= {"__future__", "base64", "functools", "json", "re", "reprlib", "collections.abc",
                         "typing", "controller_core.values"}
 
 
