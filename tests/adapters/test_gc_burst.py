@@ -22,6 +22,8 @@ from controller_core import gcpause
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
+from .test_loop_journal import BusyRecorder  # an executor that says it is busy while told so
+
 
 @pytest.fixture(autouse=True)
 def collector_on():
@@ -61,17 +63,6 @@ def _elected(partitions: int) -> E.ControllerElected:
     return E.ControllerElected(at=1, epoch=2, epoch_zk_version=1, snapshot=snapshot)
 
 
-class Executor:
-    def __init__(self):
-        self.busy_now = True
-
-    def execute(self, commands, state) -> None:
-        pass
-
-    def busy(self) -> bool:
-        return self.busy_now
-
-
 async def _until(predicate, what: str, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -85,7 +76,7 @@ class _Cycle:
 
 
 async def test_a_burst_on_a_large_cluster_pauses_the_collector_until_the_controller_is_quiet():
-    executor = Executor()
+    executor = BusyRecorder()
     loop = ControllerLoop(ControllerConfig(broker_id=3), executor)
     task = asyncio.create_task(loop.run())
     try:
@@ -112,7 +103,7 @@ async def test_a_burst_on_a_large_cluster_pauses_the_collector_until_the_control
 
 
 async def test_a_small_cluster_never_pauses_the_collector():
-    loop = ControllerLoop(ControllerConfig(broker_id=3), Executor())
+    loop = ControllerLoop(ControllerConfig(broker_id=3), BusyRecorder())
     task = asyncio.create_task(loop.run())
     try:
         loop.put(_elected(100))
