@@ -45,11 +45,12 @@ import logging
 import time
 from typing import Protocol
 
-from controller_core import codec, gcpause
+from controller_core import codec
 from controller_core import events as E
 from controller_core.state import ControllerConfig, ControllerState, initial_state
 from controller_core.step import step
 
+from . import gcpause
 from .journal import JournalError, JournalWriteError, probe_writable
 
 log = logging.getLogger("kctl.controller")

@@ -47,7 +47,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Generator, Iterator, Union
 
-from controller_core.gcpause import gc_paused
+from .gcpause import gc_paused
 
 MAGIC = 0xC7
 VERSION = 1
@@ -367,7 +367,7 @@ def _reject_constant(name: str) -> Any:
 def _parse_json(text: str) -> Any:
     # The cyclic GC sees every container that json.loads allocates. For a 100,000-partition
     # body it runs hundreds of useless collections, which makes parsing 2.5 times slower. A
-    # parse creates no cycles, so for big bodies the GC is paused (controller_core/gcpause.py).
+    # parse creates no cycles, so for big bodies the GC is paused (adapters/gcpause.py).
     if len(text) < _GC_PAUSE_BYTES:
         return json.loads(text, parse_constant=_reject_constant)
     with gc_paused():

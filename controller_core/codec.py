@@ -10,7 +10,7 @@ Public API
 - `encode_commands(cs) -> list[dict]` / `decode_commands(ds) -> tuple` (shared tuples encoded once)
 - `encode_state(s) -> dict` / `decode_state(d) -> ControllerState`
 - `canonical_json(obj) -> str` and `digest(commands) -> str` (for the journal's "effects" records)
-- `gc_paused()`: a context manager to wrap `json.loads` of a big snapshot in (controller_core/gcpause.py)
+- `gc_paused()`: a context manager to wrap `json.loads` of a big snapshot in (see its docstring)
 - `CodecError` (a `ValueError`) for anything that cannot be decoded, with a path to the culprit:
   ``BrokersChanged.brokers[1].port: expected an int, got str '9092'``.
 
@@ -69,13 +69,13 @@ code generator). Import everything from here.
 """
 from __future__ import annotations
 
+import gc as _gc
 import hashlib
 import json
 from typing import Any, Iterable
 
 from .codec_compiler import _Compiler
 from .codec_errors import CodecError, _show
-from .gcpause import gc_paused
 from .codec_tables import (  # the top-level types and their versions: callers import them from here
     COMMAND_TYPES,
     EVENT_TYPES,
@@ -110,6 +110,29 @@ _COMPILER = _Compiler(lambda e: encode_event(e), lambda d: decode_event(d))  # l
 
 
 # -- public API -----------------------------------------------------------------------------------
+
+
+class gc_paused:
+    """Context manager: the cyclic garbage collector is off inside (if it was on).
+
+    Building or parsing 100,000 small lists triggers collections that each walk every live
+    object, several million of them with a big state in memory: that tripled the codec's time in
+    measurements. The codec pauses the collector itself; wrap `json.loads` / `json.dumps` of a
+    snapshot in this too. The values built here hold no reference cycles, so nothing is left for it.
+    (The runtime's counted pause, for several threads at once, is adapters/gcpause.py; the core
+    takes no locks.)"""
+
+    __slots__ = ("was_enabled",)
+
+    def __enter__(self) -> "gc_paused":
+        self.was_enabled = _gc.isenabled()
+        if self.was_enabled:
+            _gc.disable()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.was_enabled:
+            _gc.enable()
 
 
 def _encode_top(value: Any, by_name: dict[str, type], kind: str, memo: dict | None = None) -> dict:

@@ -14,11 +14,10 @@ import weakref
 
 import pytest
 
-from adapters import statelog
+from adapters import gcpause, statelog
 from adapters.loop import GC_BURST_PARTITIONS, ControllerLoop
 from controller_core import commands as C
 from controller_core import events as E
-from controller_core import gcpause
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
@@ -35,7 +34,7 @@ def collector_on():
 
 def test_pauses_are_counted_so_one_user_does_not_end_another_users_pause():
     gcpause.pause()
-    with gcpause.gc_paused():  # e.g. a codec call inside the loop's burst
+    with gcpause.gc_paused():  # e.g. the wire decoder's parse inside the loop's burst
         assert not gc.isenabled()
     assert not gc.isenabled(), "the inner pause's end turned the collector back on"
     gcpause.resume()

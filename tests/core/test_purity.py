@@ -135,17 +135,11 @@ def test_core_source_imports_only_stdlib_attrs_and_immutables(path):
     assert not bad, bad
 
 
-# The one exception, by file and module. gcpause.py counts the pauses of the process-wide cyclic
-# garbage collector, which the codec (inside the core) and the runtime take from several threads;
-# its lock orders those counts. No decision reads it, and it starts no thread.
-EXEMPT = {("gcpause.py", "threading")}
-
-
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: p.name)
 def test_core_source_imports_no_io_clock_or_randomness_module(path):
     tree = ast.parse(path.read_text(), filename=str(path))
     bad = [f"{path.name}:{line}: import {name}" for line, name in _imports(tree)
-           if name is not None and _root(name) in FORBIDDEN and (path.name, _root(name)) not in EXEMPT]
+           if name is not None and _root(name) in FORBIDDEN]
     assert not bad, bad
 
 

@@ -6,13 +6,16 @@ cycles and are freed by reference counts. The cyclic collector cannot free any o
 walks all of them: a full collection landing inside a 10,000-partition failover took 130-160 ms
 of the controller's critical path (measured with `gc.callbacks` in the failover benchmark).
 
-Several users pause it at once: the codec and the wire decoder around one big parse (on the
-loop or in a worker thread), and the controller loop for a whole burst of work on a large
-cluster (adapters/loop.py). A plain "disable, then enable if it was enabled" lets one user's
-`enable()` end another's pause; here the collector is off while any pause is held and back on
-(if it was on before the first) when the last one ends.
+Several adapters pause it at once, from different threads: the wire decoder around one big
+parse (in a broker's decoding thread) and the controller loop for a whole burst of work on a
+large cluster (adapters/loop.py). A plain "disable, then enable if it was enabled" lets one
+user's `enable()` end another's pause; here the collector is off while any pause is held and
+back on (if it was on before the first) when the last one ends.
 
-A host that disabled the collector itself keeps it disabled: a pause never turns it on.
+The pure core's codec keeps its own plain pause (`controller_core.codec.gc_paused`: the core
+takes no locks). Mixed with these, the worst it can do is turn the collector back on during
+part of a burst; it never leaves it off, and a host that disabled the collector itself keeps
+it disabled: no pause turns it on.
 """
 from __future__ import annotations
 
