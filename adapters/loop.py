@@ -72,6 +72,12 @@ collector came back in the middle of it, and the benchmark's median was 9.6 s wi
 queue time, against 8.6 s and 0.85 s with this cap."""
 
 
+def _large_load(event) -> bool:
+    """A failover's snapshot of a cluster large enough for a collector pause: the state is
+    empty until it is decided, so its size says nothing yet."""
+    return event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= GC_BURST_PARTITIONS
+
+
 def _whole_cluster(event) -> bool:
     """A failover's snapshot of a large cluster: worth a worker thread to encode and decide."""
     return event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS
@@ -142,6 +148,11 @@ class ControllerLoop:
     def put(self, event) -> None:
         """Enqueue an event (watch callbacks, senders, timers, the election all call this)."""
         self._idle.clear()
+        if self._gc_burst_since is None and (len(self.state.partitions) >= GC_BURST_PARTITIONS
+                                             or _large_load(event)):
+            # from the moment the work arrives: its journal record (for a failover's load, the
+            # whole cluster) is on the critical path too
+            self._start_gc_burst()
         self.queue.put_nowait((event, time.perf_counter()))
 
     def statistics(self) -> dict:
@@ -183,7 +194,7 @@ class ControllerLoop:
             worker.cancel()
             gc_worker.cancel()
             self._gc_worker_running = False
-            self._end_gc_burst()
+            self._end_gc_burst(freeze=False)
             self.flush_effects()
 
     async def _run(self, max_batch: int) -> None:
@@ -354,7 +365,8 @@ class ControllerLoop:
         self.processing = None
         if self._gc_burst_since is None and len(state.partitions) >= GC_BURST_PARTITIONS:
             self._start_gc_burst()  # the state just grew past the threshold
-        self._freeze_grown_state(state)
+        if self._gc_burst_since is None:
+            self._freeze_grown_state(state)  # else when the burst ends (`_end_gc_burst`)
         return commands
 
     @property
@@ -437,18 +449,23 @@ class ControllerLoop:
         self._gc_burst_since = time.monotonic()
         self._gc_burst_started.set()
 
-    def _end_gc_burst(self) -> None:
+    def _end_gc_burst(self, freeze: bool = True) -> None:
         if self._gc_burst_since is None:
             return
         self._gc_burst_since = None
         self._gc_burst_started.clear()
         gcpause.resume()
+        if freeze:
+            self._freeze_grown_state(self.state)
 
     def _freeze_grown_state(self, state: ControllerState) -> None:
         # A state that grew (a failover's load, many topics created) is moved out of the
         # collector's generations once, so that collections between bursts do not rescan it;
         # no full collection first: with millions of objects it would hold the loop (and the
         # ZooKeeper heartbeats) for seconds, and the state is acyclic, freed by reference counts.
+        # Done when a burst ends, not after the event that grew the state: everything the burst
+        # allocated is still in the youngest generation then, and collecting it takes tens of ms
+        # that would delay the event's requests (a controller failover's UpdateMetadata).
         size = len(state.partitions)
         if size > GC_BURST_PARTITIONS and size > 2 * self._gc_frozen_partitions:
             gc.collect(1)

@@ -57,11 +57,72 @@ NODE_SETTINGS = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.
                  "replica.catch.up.delay.ms": "200", "replica.lag.time.max.ms": "30000", "journal.fsync": "batch"}
 
 
-class Probe:
-    """Collects what the nodes report after t0 (instruments of adapters.node.ClusterNode)."""
+CPU_GROUPS = ("controller_process", "zookeeper", "brokers")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def __init__(self):
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU a process has used so far, from procfs (None without procfs, or
+    once the process is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class CpuMeter:
+    """The CPU every process of the cluster used between `start()` and `stop()`, by group:
+
+    - `controller_process`: this process (the controller, broker 5, in broker-failure the
+      crashed victim, and the harness, which only waits);
+    - `zookeeper`: the embedded server's JVM (None with `--zookeeper`: not ours to measure);
+    - `brokers`: the `kctl node` processes (one that exits before the end is not counted).
+
+    `busy` is the share of the machine's cores those processes kept busy: near 1, the run was
+    CPU-bound, and only less work (not more overlap) makes it shorter. `groups()` names the
+    pids of each group at `start()`."""
+
+    def __init__(self, groups):
+        self.groups = groups
+        self._pids: dict[str, list[int] | None] = {}
+        self._before: dict[int, float | None] = {}
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._pids = self.groups()
+        self._before = {pid: cpu_seconds(pid) for pids in self._pids.values() if pids for pid in pids}
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> dict:
+        """`{"<group>_ms": ..., "total_ms": ..., "cores_busy": ...}`."""
+        wall_ms = (time.perf_counter() - self._t0) * 1000
+        out: dict = {}
+        total = 0.0
+        for group, pids in self._pids.items():
+            if pids is None:
+                out[f"{group}_ms"] = None
+                continue
+            used = 0.0
+            for pid in pids:
+                before, after = self._before.get(pid), cpu_seconds(pid)
+                if before is not None and after is not None:
+                    used += after - before
+            out[f"{group}_ms"] = round(used * 1000, 1)  # procfs counts in ticks (10 ms)
+            total += out[f"{group}_ms"]
+        out["total_ms"] = round(total, 1)
+        out["cores_busy"] = round(total / ((os.cpu_count() or 1) * wall_ms), 3) if wall_ms > 0 else 0.0
+        return out
+
+
+class Probe:
+    """Collects what the nodes report after t0 (instruments of adapters.node.ClusterNode), and
+    the CPU the cluster used from t0 to the end of the run (`meter`, if set)."""
+
+    def __init__(self, meter: CpuMeter | None = None):
         self.t0: float | None = None
+        self.meter = meter
+        self.cpu: dict | None = None
         self.on_change = None  # called after each report (end-of-run detection)
         self.events: list = []
         self.acks: list = []
@@ -69,10 +130,18 @@ class Probe:
 
     def start(self) -> None:
         self.reset()  # empty already (see run_mode): freeing a run's reports is not timed
+        if self.meter is not None:
+            self.meter.start()
         self.t0 = time.perf_counter()
+
+    def finish(self) -> None:
+        """The end of the run (called by the end-of-run check, at once)."""
+        if self.meter is not None:
+            self.cpu = self.meter.stop()
 
     def reset(self) -> None:
         self.t0 = None
+        self.cpu = None
         self.events, self.acks, self.writes = [], [], []
 
     def on_event(self, event, timing) -> None:
@@ -327,6 +396,7 @@ async def _until_acked(cluster: BenchCluster, cls, api: str, brokers, condition)
         expected = probe.expected(cls)
         acked = probe.acked(api)
         if all(expected.get(b, 0) > 0 and len(acked.get(b, ())) >= expected[b] for b in brokers) and condition(ctrl):
+            probe.finish()
             finished.set_result(max(max(ts) for b, ts in acked.items() if b in brokers))
 
     probe.on_change = check
@@ -352,9 +422,12 @@ def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
                   default=None)
     round_trip = ((end - release) * 1000) if release else 0.0
     known = watch + queue + step + journal + zk_writes + round_trip
-    return {"total_ms": total, "phases_ms": {"watch_delivery": watch, "queue": queue, "step": step, "journal": journal,
-                                             "zk_writes": zk_writes, "broker_round_trip": round_trip,
-                                             "other": max(total - known, 0.0)}}
+    out = {"total_ms": total, "phases_ms": {"watch_delivery": watch, "queue": queue, "step": step, "journal": journal,
+                                            "zk_writes": zk_writes, "broker_round_trip": round_trip,
+                                            "other": max(total - known, 0.0)}}
+    if probe.cpu is not None:
+        out["cpu"] = probe.cpu
+    return out
 
 
 RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_controlled_shutdown,
@@ -364,10 +437,10 @@ RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_cont
 # -- the floor ----------------------------------------------------------------------------------------
 
 
-async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int) -> float:
+async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int, meter: CpuMeter | None = None) -> dict:
     """The same work with the bare aiozk client in a chroot of its own: 10,000 epoch-checked
     state writes as multi-ops, all in flight at once (or, for controller-failover, the reads of
-    every state znode, pipelined). Returns ms."""
+    every state znode, pipelined). Returns a sample: total_ms (and cpu, with a meter)."""
     import aiozk
 
     from adapters.zk import parse_connect_string
@@ -387,6 +460,8 @@ async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int) -> 
     await client.start()
     try:
         new = zkdata.encode_partition_state(LeaderIsr(2, 1, (2, 3), 8, 0))
+        if meter is not None:
+            meter.start()
         t0 = time.perf_counter()
         if scenario == "controller-failover":
             await asyncio.gather(*(client.get_data(p) for p in paths))
@@ -400,7 +475,11 @@ async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int) -> 
                 if not result:
                     raise RuntimeError("floor transaction failed")
             await asyncio.gather(*(one(paths[i:i + chunk]) for i in range(0, partitions, chunk)))
-        return (time.perf_counter() - t0) * 1000
+        total = (time.perf_counter() - t0) * 1000
+        sample = {"total_ms": total, "phases_ms": {p: (total if p == "zk_writes" else 0.0) for p in PHASES}}
+        if meter is not None:
+            sample["cpu"] = meter.stop()
+        return sample
     finally:
         await client.deleteall("/")
         await client.close()
@@ -412,8 +491,14 @@ async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int) -> 
 def summarize(samples: list[dict]) -> dict:
     totals = [s["total_ms"] for s in samples]
     phases = {p: statistics.median(s["phases_ms"][p] for s in samples) for p in PHASES}
-    return {"runs": len(samples), "median_ms": statistics.median(totals), "min_ms": min(totals),
-            "max_ms": max(totals), "samples_ms": totals, "phases_ms": phases}
+    out = {"runs": len(samples), "median_ms": statistics.median(totals), "min_ms": min(totals),
+           "max_ms": max(totals), "samples_ms": totals, "phases_ms": phases}
+    measured = [s["cpu"] for s in samples if "cpu" in s]
+    if measured:  # medians, key by key, of the runs that have the figure
+        keys = [k for k in measured[0]]
+        out["cpu"] = {k: (statistics.median(vs) if (vs := [m[k] for m in measured if m[k] is not None]) else None)
+                      for k in keys}
+    return out
 
 
 async def run(args, console) -> dict:
@@ -430,6 +515,10 @@ async def run(args, console) -> dict:
         server.start()
         connect = server.connect_string
     zk_version = server.version() if server else "external"
+
+    def zk_pids() -> list[int] | None:
+        return [server.pid] if server is not None and server.pid else None
+
     results: dict = {"partitions": args.partitions, "runs": args.runs, "scenarios": {},
                      "environment": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
                                      "platform": platform.platform(), "zookeeper": zk_version,
@@ -441,12 +530,12 @@ async def run(args, console) -> dict:
                 results["scenarios"][scenario] = {}
                 for mode in args.modes:
                     if mode == "zk-floor":
-                        samples = [{"total_ms": await zk_floor(connect, args.partitions, scenario, DEFAULT_CHUNK_OPS),
-                                    "phases_ms": {p: 0.0 for p in PHASES}} for _ in range(args.runs)]
-                        for s in samples:
-                            s["phases_ms"]["zk_writes"] = s["total_ms"]
+                        meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
+                                                  "brokers": []})
+                        samples = [await zk_floor(connect, args.partitions, scenario, DEFAULT_CHUNK_OPS, meter)
+                                   for _ in range(args.runs)]
                     else:
-                        samples = await run_mode(connect, base, scenario, mode, args, progress)
+                        samples = await run_mode(connect, base, scenario, mode, args, progress, zk_pids)
                     summary = summarize(samples)
                     summary["partitions"] = args.partitions
                     results["scenarios"][scenario][mode] = summary
@@ -463,11 +552,13 @@ async def run(args, console) -> dict:
     return results
 
 
-async def run_mode(connect, base, scenario, mode, args, progress) -> list[dict]:
+async def run_mode(connect, base, scenario, mode, args, progress, zk_pids=lambda: None) -> list[dict]:
     # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
     chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}-{time.monotonic_ns()}"
     probe = Probe()
     cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe, scenario)
+    probe.meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
+                                    "brokers": [n.pid for n in cluster.processes.nodes.values() if n.running()]})
     admin = await ZkSession.connect(chroot_connect)
     samples = []
     try:
@@ -503,12 +594,20 @@ def table(results: dict, console) -> None:
     from rich.table import Table
 
     t = Table(title=f"Failover latency, {results['partitions']:,} partitions, {results['runs']} runs (median ms)")
-    for col in ("scenario", "mode", "median", "min", "max", *PHASES):
+    cpu_cols = ("cpu ctrl", "cpu zk", "cpu brokers", "cores busy")
+    for col in ("scenario", "mode", "median", "min", "max", *PHASES, *cpu_cols):
         t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
+
+    def ms(value) -> str:
+        return "-" if value is None else f"{value:.0f}"
+
     for scenario, modes in results["scenarios"].items():
         for mode, s in modes.items():
+            cpu = s.get("cpu") or {}
+            busy = cpu.get("cores_busy")
             t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
-                      *(f"{s['phases_ms'][p]:.0f}" for p in PHASES))
+                      *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
+                      *(ms(cpu.get(f"{g}_ms")) for g in CPU_GROUPS), "-" if busy is None else f"{busy:.0%}")
     console.print(t)
     for scenario, r in results["ratios"].items():
         console.print(f"{scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))

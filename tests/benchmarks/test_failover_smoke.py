@@ -18,6 +18,11 @@ def test_bench_failover_smoke(tmp_path, zk_server, capsys):
             assert s["partitions"] == 100 and s["runs"] == 1
             assert 0 < s["min_ms"] <= s["median_ms"] <= s["max_ms"]
             assert set(s["phases_ms"]) >= {"watch_delivery", "queue", "step", "journal", "zk_writes", "broker_round_trip"}
+            cpu = s["cpu"]  # from t0 to the end of the run; an external ZooKeeper is not measured
+            assert cpu["zookeeper_ms"] is None and cpu["controller_process_ms"] >= 0 and cpu["brokers_ms"] >= 0
+            assert cpu["total_ms"] == cpu["controller_process_ms"] + cpu["brokers_ms"]
+            if mode == "zk-floor":
+                assert cpu["brokers_ms"] == 0  # the floor runs without a cluster
     assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
     assert (out / "failover.png").stat().st_size > 1000
 
