@@ -38,6 +38,10 @@ ORDERED_ATTEMPTS = 5
 """Tries of a topic or admin znode write whose multi-op failed because the tree changed."""
 
 
+def _encoded(writes: list) -> list[tuple[str, bytes, int]]:
+    return [(path, zkdata.encode_partition_state(li), expected) for path, li, expected in writes]
+
+
 class ZkWriter:
     def __init__(self, zk, put_event: Callable, *, clock: Callable[[], int] = lambda: int(time.time() * 1000),
                  sequential: bool = False, on_written: Callable | None = None):
@@ -72,22 +76,23 @@ class ZkWriter:
     async def _write_states(self, command: C.WritePartitionStates, epoch_zk_version: int) -> None:
         by_path: dict[str, TopicPartition] = {}
         predicted: dict[str, int] = {}
-        writes = []
+        writes = []  # (path, LeaderIsr, expected version): encoded chunk by chunk as they go out
         for w in command.writes:
             path = zkpaths.partition_state(w.tp.topic, w.tp.partition)
             by_path[path] = w.tp
             predicted[path] = w.leader_isr.zk_version
-            writes.append((path, zkdata.encode_partition_state(w.leader_isr), w.expected_version))
+            writes.append((path, w.leader_isr, w.expected_version))
         progress = None
         if len(writes) >= PROGRESS_MIN and not self.sequential:
             progress = _Progress(self, command.write_id, by_path, predicted, len(writes) // PROGRESS_PARTS)
         t0 = time.perf_counter()
         try:
             if self.sequential:
-                versions, conflicts = await self._write_one_by_one(writes, epoch_zk_version)
+                versions, conflicts = await self._write_one_by_one(_encoded(writes), epoch_zk_version)
             else:
                 versions, conflicts = await self.zk.write_partition_states(
-                    epoch_zk_version, writes, on_landed=progress.landed if progress is not None else None)
+                    epoch_zk_version, writes, on_landed=progress.landed if progress is not None else None,
+                    encode=zkdata.encode_partition_state)
         except Fenced as exc:
             self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
             return
@@ -97,7 +102,7 @@ class ZkWriter:
             log.error("partition-state write %d failed (%s); reading the states back", command.write_id, exc)
             if self.fenced:
                 return
-            read = await self._read_back(command.write_id, writes)
+            read = await self._read_back(command.write_id, _encoded(writes))
             if read is None:
                 return
             versions, conflicts = read
