@@ -625,25 +625,83 @@ def table(results: dict, console) -> None:
         console.print(f"{scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
 
 
+TARGETS_MS = {"broker-failure": 500, "controlled-shutdown": 500, "controller-failover": 2000}
+"""Issue 6's end-to-end targets at 10,000 partitions, drawn on the chart."""
+
+
 def chart(results: dict, path: Path) -> None:
+    """One column per scenario. Top: each mode's phases stacked (they overlap in time: partial
+    releases run while ZooKeeper writes), the end-to-end median as a black mark, the target as
+    a dashed line; a `sequential` bar taller than the panel is cut and labelled. Bottom: the CPU
+    each group of processes used from t0 to the end, against the wall time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [(f"{sc}\n{mode}", s) for sc, modes in results["scenarios"].items() for mode, s in modes.items()]
-    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(rows)), 5))
-    bottoms = [0.0] * len(rows)
-    for phase in PHASES:
-        values = [s["phases_ms"][phase] for _, s in rows]
-        ax.bar(range(len(rows)), values, bottom=bottoms, label=phase.replace("_", " "))
-        bottoms = [b + v for b, v in zip(bottoms, values)]
-    ax.set_xticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
-    ax.set_ylabel("median ms (phases stacked)")
-    ax.set_yscale("log" if max(bottoms or [1]) > 20 * min([b for b in bottoms if b] or [1]) else "linear")
-    ax.set_title(f"kctl failover, {results['partitions']:,} partitions ({results['environment']['cpu_count']} cores)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    scenarios = list(results["scenarios"])
+    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.2 * len(scenarios), 7.5), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for col, scenario in enumerate(scenarios):
+        modes = results["scenarios"][scenario]
+        names = list(modes)
+        top, bottom = axes[0][col], axes[1][col]
+        # the panel's height: everything but a sequential bar far above the rest
+        target = TARGETS_MS.get(scenario) if results["partitions"] == 10_000 else None
+        heights = {m: max(s["median_ms"], sum(s["phases_ms"].values())) for m, s in modes.items()}
+        usual = [h for m, h in heights.items() if m != "sequential"] or list(heights.values())
+        limit = 1.25 * max(usual + ([target] if target else []))
+        cpu_heights = {m: max(s["median_ms"], (s.get("cpu") or {}).get("total_ms") or 0.0) for m, s in modes.items()}
+        cpu_usual = [h for m, h in cpu_heights.items() if m != "sequential"] or list(cpu_heights.values())
+        cpu_limit = 1.3 * max(cpu_usual)
+        for x, mode in enumerate(names):
+            s = modes[mode]
+            base = 0.0
+            for i, phase in enumerate(PHASES):
+                value = s["phases_ms"][phase]
+                shown = max(0.0, min(value, limit - base))
+                top.bar(x, shown, bottom=base, color=colors[i % len(colors)],
+                        label=phase.replace("_", " ") if col == 0 and x == 0 else None)
+                base += shown
+            if heights[mode] > limit:
+                top.text(x, limit * 0.97, f"{s['median_ms']:,.0f} ms\n(cut)", ha="center", va="top", fontsize=8,
+                         bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+            else:
+                top.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2,
+                         label="end to end (median)" if col == 0 and x == 0 else None)
+            cpu = s.get("cpu") or {}
+            cbase = 0.0
+            for j, group in enumerate(CPU_GROUPS):
+                value = cpu.get(f"{group}_ms") or 0.0
+                shown = max(0.0, min(value, cpu_limit - cbase))
+                bottom.bar(x, shown, bottom=cbase, color=colors[(len(PHASES) + j) % len(colors)],
+                           label=f"CPU: {group.replace('_', ' ')}" if col == 0 and x == 0 else None)
+                cbase += shown
+            busy = f"{cpu['cores_busy']:.0%} busy" if cpu.get("cores_busy") is not None else ""
+            if cpu_heights[mode] > cpu_limit:
+                bottom.text(x, cpu_limit * 0.97, f"{cpu.get('total_ms') or 0:,.0f} ms CPU\nin {s['median_ms']:,.0f} ms"
+                            f"\n{busy} (cut)", ha="center", va="top", fontsize=8,
+                            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+            else:
+                bottom.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2)
+                bottom.text(x, max(cbase, s["median_ms"]), busy, ha="center", va="bottom", fontsize=8)
+        if target:
+            top.axhline(target, color="gray", linestyle="--", linewidth=1)
+            top.text(len(names) - 0.5, target, f"target {target} ms", ha="right", va="bottom", fontsize=8,
+                     color="gray")
+        top.set_ylim(0, limit)
+        bottom.set_ylim(0, cpu_limit)
+        top.set_title(scenario)
+        top.set_xticks(range(len(names)), names, fontsize=8)
+        bottom.set_xticks(range(len(names)), names, fontsize=8)
+        if col == 0:
+            top.set_ylabel("ms (phases stacked; they overlap)")
+            bottom.set_ylabel("CPU ms from t0 to the end")
+    fig.legend(loc="lower center", ncol=6, fontsize=8, frameon=False)
+    env = results["environment"]
+    fig.suptitle(f"kctl failover, {results['partitions']:,} partitions, median of {results['runs']} runs "
+                 f"({env['cpu_count']} cores)")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
