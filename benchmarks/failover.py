@@ -81,9 +81,9 @@ class CpuMeter:
     - `zookeeper`: the embedded server's JVM (None with `--zookeeper`: not ours to measure);
     - `brokers`: the `kctl node` processes (one that exits before the end is not counted).
 
-    `busy` is the share of the machine's cores those processes kept busy: near 1, the run was
-    CPU-bound, and only less work (not more overlap) makes it shorter. `groups()` names the
-    pids of each group at `start()`."""
+    `cores_busy` is the share of the machine's cores those processes kept busy: near 1, the
+    run was CPU-bound, and only less work (not more overlap) makes it shorter. `groups()` names
+    the pids of each group at `start()`."""
 
     def __init__(self, groups):
         self.groups = groups
