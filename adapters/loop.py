@@ -72,15 +72,15 @@ collector came back in the middle of it, and the benchmark's median was 9.6 s wi
 queue time, against 8.6 s and 0.85 s with this cap."""
 
 
-def _large_load(event) -> bool:
-    """A failover's snapshot of a cluster large enough for a collector pause: the state is
-    empty until it is decided, so its size says nothing yet."""
-    return event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= GC_BURST_PARTITIONS
+def _loaded_partitions(event) -> int:
+    """How many partitions a failover's snapshot brings (0 for any other event): the state is
+    empty until the snapshot is decided, so its size says nothing about the work yet."""
+    return len(event.snapshot.partition_states) if event.__class__ is E.ControllerElected else 0
 
 
 def _whole_cluster(event) -> bool:
     """A failover's snapshot of a large cluster: worth a worker thread to encode and decide."""
-    return event.__class__ is E.ControllerElected and len(event.snapshot.partition_states) >= OFFLOAD_PARTITIONS
+    return _loaded_partitions(event) >= OFFLOAD_PARTITIONS
 
 
 class Executor(Protocol):
@@ -148,8 +148,8 @@ class ControllerLoop:
     def put(self, event) -> None:
         """Enqueue an event (watch callbacks, senders, timers, the election all call this)."""
         self._idle.clear()
-        if self._gc_burst_since is None and (len(self.state.partitions) >= GC_BURST_PARTITIONS
-                                             or _large_load(event)):
+        if self._gc_burst_since is None and max(len(self.state.partitions),
+                                                _loaded_partitions(event)) >= GC_BURST_PARTITIONS:
             # from the moment the work arrives: its journal record (for a failover's load, the
             # whole cluster) is on the critical path too
             self._start_gc_burst()

@@ -151,7 +151,7 @@ class ControllerWatches:
         await brokers.first
         await isr.first
         # The load allocates a few hundred thousand acyclic values for 10,000 partitions: enough
-        # to set off a full collection (100-120 ms measured in the failover benchmark) right
+        # to set off a full collection (up to 123 ms measured in the failover benchmark) right
         # before the snapshot is handed over. The loop's own pause takes over from this one
         # when the snapshot is queued (adapters/loop.py). Held at most until the reads finish
         # or the session expires (then the election is lost and this is cancelled).
