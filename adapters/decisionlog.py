@@ -99,6 +99,8 @@ def describe(event, before, after, commands, writes: dict | None = None) -> tupl
         return logging.DEBUG, ["ignored: not the controller"] + _decisions(commands, fields), fields
     deferred = getattr(after, "deferred", ())
     if deferred and deferred[-1] is event and len(deferred) > len(getattr(before, "deferred", ())):
+        if getattr(before, "rechecking", ()):
+            return logging.DEBUG, [f"deferred until the states of read {before.recheck_id} are in"], {"deferred": True}
         waiting = ", ".join(str(w) for w in sorted(before.pending.keys()))
         return logging.DEBUG, [f"deferred until write {waiting} is confirmed"], {"deferred": True}
     parts = []
@@ -161,6 +163,9 @@ def _why(event, before, after, fields: dict, writes: dict) -> str | None:
         return f"reassignment requested for {_plural(len(event.partitions), 'partition')}"
     if kind is E.PartitionStatesObserved:
         return f"{_plural(len(event.states), 'partition state')} read after {event.source.replace('_', ' ')}"
+    if kind is E.PartitionStatesRechecked and before.rechecking and event.read_id == before.recheck_id:
+        return (f"{_plural(len(event.states), 'partition state')} re-read (read {event.read_id}); "
+                f"deciding the waiting {type(before.rechecking[0]).__name__} on them")
     if kind is E.LeaderAndIsrResponded and event.errors:
         return f"broker {event.broker_id} answered LeaderAndIsr with {_plural(len(event.errors), 'error')}"
     if kind is E.StopReplicaResponded:
@@ -289,6 +294,11 @@ def _decisions(commands, fields: dict) -> list[str]:
             other.append(f"answered a leader election for {_plural(len(c.results), 'partition')} ({failed} failed)")
         elif kind is C.Resign:
             other.append(f"resigning: {c.reason}")
+        elif kind is C.ReadPartitionStates:
+            shown = ", ".join(map(str, c.partitions[:5])) + (" ..." if len(c.partitions) > 5 else "")
+            fields["recheck_partitions"] = len(c.partitions)
+            other.append(f"not deciding yet: an election of {shown} would be refused on the cached ISR, "
+                         f"so their states are re-read from ZooKeeper first (read {c.read_id})")
     if created:
         parts.append(f"{_plural(created, 'partition')} created")
     if went_offline:

@@ -137,6 +137,8 @@ class Executor:
                 self.timers.cancel(c.name)
             elif kind is C.WatchPartitionStates:
                 self.watches.watch_partitions(c.partitions)
+            elif kind is C.ReadPartitionStates:
+                self.watches.read_partition_states(c.read_id, c.partitions)
             elif kind is C.UnwatchPartitionStates:
                 self.watches.unwatch_partitions(c.partitions)
             elif kind is C.Resign:

@@ -243,6 +243,8 @@ def quantile(ordered: list[float], q: float) -> float:
 def state_of(event) -> str | None:
     """The Kafka ControllerState of an event (None: it continues the decision of its write)."""
     kind = type(event)
+    if kind is E.PartitionStatesRechecked:
+        return None  # finishes the decision of the event that asked for the read
     if kind is E.PartitionStatesObserved and event.source == "reassignment":
         return "AlterPartitionReassignment"
     return EVENT_STATES.get(kind.__name__)

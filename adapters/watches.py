@@ -110,6 +110,7 @@ class ControllerWatches:
         self.serials: list[Serial] = []
         self.topic_watches: dict[str, list] = {}
         self.partition_watches: dict[TopicPartition, object] = {}
+        self.rereads: set[asyncio.Task] = set()  # ReadPartitionStates in progress
         # the snapshot builder (also the watcher's view of ZooKeeper)
         self.brokers: tuple = ()
         self.broker_names: list[str] = []
@@ -219,6 +220,30 @@ class ControllerWatches:
 
     def unwatch_all(self) -> None:
         self.unwatch_partitions(list(self.partition_watches))
+        for task in list(self.rereads):
+            task.cancel()
+
+    # -- re-reads before a refused election (commands from the core) ------------------------------
+
+    def read_partition_states(self, read_id: int, tps) -> None:
+        """Execute `ReadPartitionStates`: read the states now, answer with
+        `PartitionStatesRechecked`. The core waits for it, so a failed read is retried until
+        it succeeds or the controller stops being one."""
+        task = asyncio.create_task(self._reread(read_id, tuple(tps)), name=f"reread-{read_id}")
+        self.rereads.add(task)
+        task.add_done_callback(self.rereads.discard)
+
+    async def _reread(self, read_id: int, tps: tuple) -> None:
+        while self.live:
+            try:
+                states = await self._read_states(list(tps))
+            except ZkError as exc:
+                log.warning("re-reading %d partition state(s) failed (%s); retrying", len(tps), exc)
+                await asyncio.sleep(0.2)
+                continue
+            if self.live:
+                self.put_event(E.PartitionStatesRechecked(at=self.clock(), read_id=read_id, states=states))
+            return
 
     # -- deliveries -----------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ STATE_TYPES: tuple[type, ...] = (ControllerState,)
 VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYPES + STATE_TYPES}
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
-VERSIONS["ControllerState"] = 2  # v2: `deferred` (events waiting for a write's outcome)
+VERSIONS["ControllerState"] = 3  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
 VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
 for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReassignmentPlan",
               "DeletePreferredElectionRequest"):
@@ -65,6 +65,8 @@ for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReass
 
 UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
+    # v2 states re-read nothing, and their controllers refused elections on cached ISRs
+    ("ControllerState", 2): lambda d: {**d, "v": 3, "config": {**d["config"], "confirm_refusals": False}},
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
     # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
     ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},

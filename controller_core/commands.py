@@ -156,6 +156,17 @@ class WatchPartitionStates:
 
 
 @frozen
+class ReadPartitionStates:
+    """Read these partitions' state znodes now and answer with
+    `PartitionStatesRechecked(read_id=...)`: a decision refused their election on a cached ISR
+    that a partition leader may have changed since (its ISR change notification still queued),
+    and waits for ZooKeeper's word before the refusal is final. Executed by the watches."""
+
+    read_id: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@frozen
 class UnwatchPartitionStates:
     partitions: tuple[TopicPartition, ...]
 
@@ -214,6 +225,7 @@ Command = (
     | ScheduleTimer
     | CancelTimer
     | WatchPartitionStates
+    | ReadPartitionStates
     | UnwatchPartitionStates
     | Resign
     | RejectRequest

@@ -92,7 +92,7 @@ def _rejections(kind: str, reasons: list[str]) -> list:
 class Draft:
     """Working copy of a `ControllerState` for one step (see the module docstring)."""
 
-    def __init__(self, state: ControllerState, cause: str):
+    def __init__(self, state: ControllerState, cause: str, confirmed: frozenset = frozenset()):
         self.base = state
         self.cause = cause
         self.config = state.config
@@ -136,6 +136,10 @@ class Draft:
         self.plan_dirty = False  # /admin/reassign_partitions to rewrite
         self.shutdown_replies: list[tuple[int, int]] = []
         self.election_replies: list = []
+        # partitions whose state this decision has just read from ZooKeeper, and those whose
+        # election it refused on a cached ISR (see step.py: such a refusal is confirmed first)
+        self.confirmed = confirmed
+        self.unconfirmed: dict[TopicPartition, None] = {}
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -401,6 +405,8 @@ class Draft:
             next_write_id=next_write_id,
             deferred=self.deferred,
             plan_zk_version=self.plan_zk_version,
+            rechecking=base.rechecking,
+            recheck_id=base.recheck_id,
         )
 
     def _write_command(self, write_id: int) -> C.WritePartitionStates:

@@ -161,6 +161,18 @@ class PartitionStatesObserved:
 
 
 @frozen
+class PartitionStatesRechecked:
+    """The state znodes of partitions whose election the controller was about to refuse on
+    its cached ISR, read again before the refusal is final (Kafka reads every partition's state
+    before it elects). Emitted by the watches in answer to `ReadPartitionStates`, whose
+    `read_id` it carries; None means the znode does not exist."""
+
+    at: int
+    read_id: int
+    states: tuple[tuple[TopicPartition, LeaderIsr | None], ...] = attrs.field(converter=_tuple)
+
+
+@frozen
 class ControlledShutdownRequested:
     """A broker asked to shut down cleanly. Emitted by the control-channel server."""
 
@@ -244,6 +256,7 @@ Event = (
     | PreferredElectionRequested
     | LeaderElectionRequested
     | PartitionStatesObserved
+    | PartitionStatesRechecked
     | ControlledShutdownRequested
     | LeaderAndIsrResponded
     | StopReplicaResponded

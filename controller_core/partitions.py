@@ -99,9 +99,29 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
     else:
         raise ValueError(f"unknown election strategy {strategy!r}")
     if result is None:
+        if d.config.confirm_refusals and tp not in d.confirmed and any(r not in li.isr for r in _candidates(d, strategy, info)):
+            # A replica the rule would take, were it in the ISR, is not in the cached ISR: its
+            # leader may have added it and the notification is still queued. Kafka decides on
+            # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.
+            d.unconfirmed[tp] = None
         return f"no eligible leader under the {strategy} strategy (isr {list(li.isr)})"
     leader, isr, unclean = result
     return leader, isr, recipients, unclean
+
+
+def _candidates(d: Draft, strategy: str, info) -> list[int]:
+    """The replicas that `strategy` may elect, leaving ISR membership aside."""
+    if strategy == REASSIGN:
+        live = d.live
+        return [r for r in info.assignment.target_replicas if r in live]
+    if strategy == PREFERRED:
+        replicas = info.assignment.replicas
+        return [replicas[0]] if replicas and replicas[0] in d.live else []
+    if strategy == CONTROLLED_SHUTDOWN:
+        everyone, leaving = d.live_or_shutting_down, d.shutting_down
+        return [r for r in info.assignment.replicas if r in everyone and r not in leaving]
+    live = d.live
+    return [r for r in info.assignment.replicas if r in live]
 
 
 _UNCLEAN = "unclean leader election"

@@ -27,6 +27,10 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
+    confirm_refusals: bool = True
+    """Not a node setting: an election refused on a cached ISR is confirmed against ZooKeeper
+    before it is final (see step.py). False only in states decoded from journals written before
+    that rule, so the replay re-executes their decisions as they were made."""
 
 
 _PAIR_CACHE: dict[tuple[int, ReplicaState], tuple[int, ReplicaState]] = {}
@@ -109,6 +113,9 @@ class ControllerState:
     - `deferred`: events that arrived while a write was pending, in arrival order. They are
       decided once the write's outcome is known (see `step.py`): no decision is ever made on
       a partition state that ZooKeeper has not confirmed.
+    - `rechecking`: the event (zero or one) whose decision refused an election on a cached ISR
+      and waits for the states it re-reads (`recheck_id`, the `ReadPartitionStates` read id);
+      it is decided again when they arrive, and events behind it are deferred meanwhile.
     """
 
     config: ControllerConfig
@@ -130,6 +137,8 @@ class ControllerState:
     next_write_id: int = 1
     deferred: tuple[Event, ...] = ()
     plan_zk_version: int = -1
+    rechecking: tuple[Event, ...] = ()
+    recheck_id: int = 0
 
     # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
 

@@ -14,6 +14,17 @@ Only the outcome itself and the events that end the term (`ControllerResigned`,
 an earlier version did, let a conflict on one write undo or alias a later one; deferring costs
 at most one ZooKeeper round trip of latency per event and keeps the journal replayable, since
 the deferral is part of the state.
+
+No refusal on a stale ISR. A partition leader changes the ISR itself and tells the controller
+through a notification that may still be queued behind the request that needs it (an operator
+asks for a preferred election right after the preferred replica rejoined). A decision that
+would refuse an election because a replica the rule could take is not in the cached ISR is
+therefore not applied: the state is left as it was, the partitions' state znodes are re-read
+(`ReadPartitionStates`), and the same event is decided again on what ZooKeeper holds once
+`PartitionStatesRechecked` brings them back, this time for good. Elections that succeed need
+no such read: their writes are conditional on the znode version, and a conflict is re-decided
+on the znode's content (`outcomes.py`). The re-read and the event waiting for it are part of
+the state and of the journal, so the replay re-executes the same two steps.
 """
 from __future__ import annotations
 
@@ -39,18 +50,18 @@ def step(state: ControllerState, event) -> tuple[ControllerState, tuple]:
         raise TypeError(f"not a controller event: {event!r}")
     if not state.active and kind not in _WHEN_INACTIVE:
         return state, ()
-    if state.pending and kind not in _NEVER_DEFERRED:
+    if (state.pending or state.rechecking) and kind not in _NEVER_DEFERRED:
         return attrs.evolve(state, deferred=state.deferred + (event,)), ()
     state, commands = handler(state, event)
-    if state.deferred and not state.pending and state.active:
+    if state.deferred and not state.pending and not state.rechecking and state.active:
         return _drain(state, commands)
     return state, commands
 
 
 def _drain(state: ControllerState, commands: tuple) -> tuple[ControllerState, tuple]:
-    """Decide the deferred events, oldest first, until one of them writes again."""
+    """Decide the deferred events, oldest first, until one of them writes or re-reads again."""
     out = list(commands)
-    while state.deferred and not state.pending and state.active:
+    while state.deferred and not state.pending and not state.rechecking and state.active:
         event = state.deferred[0]
         state = attrs.evolve(state, deferred=state.deferred[1:])
         state, more = _HANDLERS[type(event)](state, event)
@@ -59,11 +70,51 @@ def _drain(state: ControllerState, commands: tuple) -> tuple[ControllerState, tu
 
 
 def _drafted(fn: Callable[[Draft, object], None]):
-    def handler(state: ControllerState, event) -> tuple[ControllerState, tuple]:
-        d = Draft(state, cause=type(event).__name__)
+    """A handler working on a Draft. `confirmed`: partitions whose states were just re-read for
+    this very event (see the module docstring), whose refusals are final."""
+    def handler(state: ControllerState, event, confirmed: frozenset = frozenset()) -> tuple[ControllerState, tuple]:
+        d = Draft(state, cause=type(event).__name__, confirmed=confirmed)
         fn(d, event)
+        if d.unconfirmed and not confirmed:
+            return _recheck(state, event, tuple(d.unconfirmed))
         return d.finish()
     return handler
+
+
+def _recheck(state: ControllerState, event, tps: tuple) -> tuple[ControllerState, tuple]:
+    """Drop the decision, park the event, and read the states it refused on."""
+    read_id = state.next_write_id
+    parked = attrs.evolve(state, rechecking=(event,), recheck_id=read_id, next_write_id=read_id + 1)
+    return parked, (C.ReadPartitionStates(read_id=read_id, partitions=tps),)
+
+
+def _rechecked(state: ControllerState, event: E.PartitionStatesRechecked) -> tuple[ControllerState, tuple]:
+    """The re-read states are in: newer znode versions replace the cache (and every broker hears
+    of the ISR, as after an ISR change notification), then the parked event is decided on them."""
+    if not state.rechecking or event.read_id != state.recheck_id:
+        return state, ()  # an answer for a term or a read that is over
+    parked = state.rechecking[0]
+    d = Draft(attrs.evolve(state, rechecking=(), recheck_id=0), cause=f"PartitionStatesRechecked({event.read_id})")
+    changed = _refresh(d, event.states)
+    if changed:
+        d.send_update_metadata_to_all(changed)
+    state1, commands1 = d.finish()
+    state2, commands2 = _HANDLERS[type(parked)](state1, parked, frozenset(tp for tp, _ in event.states))
+    return state2, commands1 + commands2
+
+
+def _refresh(d: Draft, states) -> list:
+    """Put the read states that are newer than the cached ones; return their partitions."""
+    changed = []
+    for tp, li in states:
+        info = d.info(tp)
+        if info is None or li is None:
+            continue
+        cached = info.leader_isr
+        if cached is None or (li.zk_version >= cached.zk_version and li != cached):
+            d.put(tp, PartitionInfo(info.assignment, li, info.state, info.replica_states))
+            changed.append(tp)
+    return changed
 
 
 def _resigned(state: ControllerState, event) -> tuple[ControllerState, tuple]:
@@ -82,7 +133,7 @@ def _not_controller_replies(state: ControllerState) -> tuple:
         for request_id, results in outbox.election_replies:
             replies.append(C.ReplyLeaderElection(request_id=request_id,
                                                  results=tuple((tp, NOT_CONTROLLER) for tp, _ in results)))
-    for e in state.deferred:
+    for e in state.rechecking + state.deferred:
         if type(e) is E.ControlledShutdownRequested:
             replies.append(C.ReplyControlledShutdown(request_id=e.request_id, broker_id=e.broker_id, error=NOT_CONTROLLER))
         elif type(e) is E.LeaderElectionRequested:
@@ -98,34 +149,31 @@ def _fenced(state: ControllerState, event: E.ControllerFenced) -> tuple[Controll
     return new_state, (C.Resign(reason=event.reason),) + replies
 
 
-def _shutdown_request(state: ControllerState, event: E.ControlledShutdownRequested):
+_shutdown = _drafted(lambda d, e: shutdown.on_controlled_shutdown(d, e.request_id, e.broker_id, e.broker_epoch))
+
+
+def _shutdown_request(state: ControllerState, event: E.ControlledShutdownRequested, confirmed: frozenset = frozenset()):
     if not state.active:
         return state, (C.ReplyControlledShutdown(request_id=event.request_id, broker_id=event.broker_id,
                                                  error=NOT_CONTROLLER),)
-    return _drafted(lambda d, e: shutdown.on_controlled_shutdown(d, e.request_id, e.broker_id, e.broker_epoch))(state, event)
+    return _shutdown(state, event, confirmed)
 
 
-def _election_request(state: ControllerState, event: E.LeaderElectionRequested):
+_elect = _drafted(lambda d, e: rebalance.on_leader_election_requested(d, e.request_id, e.election_type, e.partitions))
+
+
+def _election_request(state: ControllerState, event: E.LeaderElectionRequested, confirmed: frozenset = frozenset()):
     if not state.active:
         tps = event.partitions or ()
         return state, (C.ReplyLeaderElection(request_id=event.request_id,
                                              results=tuple((tp, NOT_CONTROLLER) for tp in tps)),)
-    return _drafted(lambda d, e: rebalance.on_leader_election_requested(
-        d, e.request_id, e.election_type, e.partitions))(state, event)
+    return _elect(state, event, confirmed)
 
 
 def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
     """Partition leaders changed ISRs: refresh the cache, tell every broker (ISR change
     notifications), and finish reassignments whose targets have all joined the ISR."""
-    changed = []
-    for tp, li in event.states:
-        info = d.info(tp)
-        if info is None or li is None:
-            continue
-        cached = info.leader_isr
-        if cached is None or (li.zk_version >= cached.zk_version and li != cached):
-            d.put(tp, PartitionInfo(info.assignment, li, info.state, info.replica_states))
-            changed.append(tp)
+    changed = _refresh(d, event.states)
     if changed and event.source == "isr_change":
         d.send_update_metadata_to_all(changed)
     for tp, _ in event.states:
@@ -162,6 +210,7 @@ _HANDLERS: dict[type, Callable] = {
     E.PreferredElectionRequested: _drafted(lambda d, e: rebalance.on_preferred_requested(d, e.exists, e.partitions, e.problem, e.zk_version)),
     E.LeaderElectionRequested: _election_request,
     E.PartitionStatesObserved: _drafted(_observed),
+    E.PartitionStatesRechecked: _rechecked,
     E.ControlledShutdownRequested: _shutdown_request,
     E.LeaderAndIsrResponded: _drafted(_responded),
     E.StopReplicaResponded: _drafted(lambda d, e: deletion.on_stop_replica_response(d, e.broker_id, e.delete, e.partitions, e.errors)),
@@ -173,7 +222,8 @@ _HANDLERS: dict[type, Callable] = {
 _WHEN_INACTIVE = {E.ControllerElected, E.ControllerResigned, E.ControllerFenced,
                   E.ControlledShutdownRequested, E.LeaderElectionRequested}
 
-_NEVER_DEFERRED = {E.PartitionStatesWritten, E.ControllerElected, E.ControllerResigned, E.ControllerFenced}
-"""The outcome that ends a wait, and the events that end the term (see the module docstring)."""
+_NEVER_DEFERRED = {E.PartitionStatesWritten, E.PartitionStatesRechecked, E.ControllerElected, E.ControllerResigned,
+                   E.ControllerFenced}
+"""The outcomes that end a wait, and the events that end the term (see the module docstring)."""
 
 assert set(_HANDLERS) == set(E.EVENT_TYPES), "every event type needs a handler"

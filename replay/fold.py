@@ -11,7 +11,7 @@ It also turns each step into history rows (plain dicts, one list per output tabl
 - timeline: one row per partition-state value ZooKeeper accepted or the controller observed:
   controller writes confirmed by `PartitionStatesWritten` (kind "write"), values read back after
   a version conflict ("conflict"), leaders' ISR changes seen through `PartitionStatesObserved`
-  ("observed"), the states a new controller read at election ("elected"), and topic deletions
+  or re-read before an election through `PartitionStatesRechecked` ("observed"), the states a new controller read at election ("elected"), and topic deletions
   ("deleted"). A write's leader/ISR/epoch come from the `WritePartitionStates` command, its
   assignment from the state after the deciding step, its time from the confirming event;
 - elections: every leader choice of a write (clean, unclean, preferred, controlled shutdown,
@@ -106,6 +106,9 @@ class UnitFold:
             s["broken"] = "head snapshot"
             return self
         self.controller_id = head["controller_id"]
+        if encoded.get("v") != codec.VERSIONS["ControllerState"]:
+            # a head of an older schema is compared in today's, as the fold's states are encoded
+            encoded = codec.encode_state(self.state)
         s["snapshot_hash"], s["snapshot_fields"] = state_hashes(encoded)
         s["snapshot_initial"] = self.state == initial_state(self.state.config)
         s["first_at"] = s["last_at"] = head["at"]
@@ -250,14 +253,15 @@ class UnitFold:
                 t, e = confirm(decision, outcome)
                 self.timeline.extend(t)
                 self.elections.extend(e)
-        elif cls is E.PartitionStatesObserved:
+        elif cls is E.PartitionStatesObserved or cls is E.PartitionStatesRechecked:
             # what the znode held when read: a fact whether or not the controller took it (the
             # state after the step may already hold the optimistic value of a write it decided)
+            source = event.source if cls is E.PartitionStatesObserved else "recheck"
             for tp, li in event.states:
                 info = old.partitions.get(tp) or new.partitions.get(tp)  # the assignment it was read under
                 if info is None or li is None:
                     continue
-                self.timeline.append(self._row(tp, li, info.assignment, at, epoch, "observed", event.source, etype,
+                self.timeline.append(self._row(tp, li, info.assignment, at, epoch, "observed", source, etype,
                                                seq, seq))
         elif cls is E.ControllerElected:
             self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "start",
@@ -272,7 +276,13 @@ class UnitFold:
                 ra = assignments.get((tp.topic, tp.partition))
                 if ra is not None:
                     self.timeline.append(self._row(tp, li, ra, at, event.epoch, "elected", None, etype, seq, seq))
-        elif cls is E.BrokersChanged and new.brokers is not old.brokers:
+        elif cls in _TERM_END and old.active:
+            self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "end",
+                               "epoch": old.epoch, "time": at, "seq": seq,
+                               "reason": f"{etype}: {event.reason}"})
+        if new.brokers is not old.brokers and old.active and new.active and cls is not E.ControllerElected:
+            # a BrokersChanged, or one that waited behind a write or a re-read and is decided in
+            # the step of the event that ended the wait
             for b, info in sorted(new.brokers.items()):
                 prev = old.brokers.get(b)
                 if prev is None:
@@ -282,10 +292,6 @@ class UnitFold:
             for b, info in sorted(old.brokers.items()):
                 if b not in new.brokers:
                     self.brokers.append(self._broker(b, info.epoch, "down", at, epoch, seq))
-        elif cls in _TERM_END and old.active:
-            self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "end",
-                               "epoch": old.epoch, "time": at, "seq": seq,
-                               "reason": f"{etype}: {event.reason}"})
         for c in commands:
             kind = type(c)
             if kind is C.WritePartitionStates:

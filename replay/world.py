@@ -390,6 +390,13 @@ class World:
         if self.controller == node.id:
             self.watched.update(c.partitions)
 
+    def _reread(self, node: Node, c: C.ReadPartitionStates, state) -> None:
+        # a read needs no fencing; it answers with the states as they are when it lands
+        read_id, tps = c.read_id, c.partitions
+        self.later(self.rng.randint(1, 5), self.deliver, node.id,
+                   lambda at: E.PartitionStatesRechecked(at=at, read_id=read_id,
+                                                         states=tuple((tp, self.states.get(tp)) for tp in tps)))
+
     def _unwatch(self, node: Node, c, state) -> None:
         if self.controller == node.id:
             self.watched.difference_update(c.partitions)
@@ -759,6 +766,7 @@ _EXEC = {
     C.ScheduleTimer: World._timer,
     C.CancelTimer: World._cancel_timer,
     C.WatchPartitionStates: World._watch,
+    C.ReadPartitionStates: World._reread,
     C.UnwatchPartitionStates: World._unwatch,
     C.Resign: World._resign,
 }

@@ -47,16 +47,22 @@ def elected(brokers=(1, 2, 3), topics=None, states=None, epoch=2, config=None, *
 
 
 def settle(state, commands, log=None):
-    """Feed back a successful outcome for every WritePartitionStates, transitively.
-    Returns (state, all commands seen)."""
+    """Feed back a successful outcome for every WritePartitionStates, and for every
+    ReadPartitionStates the states the controller has cached (ZooKeeper agrees with it),
+    transitively. Returns (state, all commands seen)."""
     seen = list(commands)
-    queue = [c for c in commands if isinstance(c, C.WritePartitionStates)]
+    queue = [c for c in commands if isinstance(c, (C.WritePartitionStates, C.ReadPartitionStates))]
     while queue:
-        w = queue.pop(0)
-        versions = tuple((pw.tp, pw.leader_isr.zk_version) for pw in w.writes)
-        state, more = step(state, E.PartitionStatesWritten(at=AT, write_id=w.write_id, versions=versions))
+        c = queue.pop(0)
+        if isinstance(c, C.ReadPartitionStates):
+            states = tuple((t, state.partitions[t].leader_isr if t in state.partitions else None) for t in c.partitions)
+            event = E.PartitionStatesRechecked(at=AT, read_id=c.read_id, states=states)
+        else:
+            versions = tuple((pw.tp, pw.leader_isr.zk_version) for pw in c.writes)
+            event = E.PartitionStatesWritten(at=AT, write_id=c.write_id, versions=versions)
+        state, more = step(state, event)
         seen.extend(more)
-        queue.extend(c for c in more if isinstance(c, C.WritePartitionStates))
+        queue.extend(m for m in more if isinstance(m, (C.WritePartitionStates, C.ReadPartitionStates)))
     return state, seen
 
 

@@ -312,6 +312,8 @@ class ControllerMachine(RuleBasedStateMachine):
                 self.watched |= set(c.partitions)
             elif isinstance(c, C.UnwatchPartitionStates):
                 self.watched -= set(c.partitions)
+            elif isinstance(c, C.ReadPartitionStates):
+                self.watches.append(("reread", c.read_id, c.partitions))  # read when delivered
             elif isinstance(c, C.ScheduleTimer):
                 self.timers.add(c.name)
             elif isinstance(c, C.CancelTimer):
@@ -565,6 +567,8 @@ class ControllerMachine(RuleBasedStateMachine):
                                                 zk_version=zk.preferred_version)
         if kind == "failed":
             return E.ZnodeWriteFailed(at=at, what=item[1], reason="NoNode")
+        if kind == "reread":
+            return E.PartitionStatesRechecked(at=at, read_id=item[1], states=tuple((t, zk.states.get(t)) for t in item[2]))
         raise AssertionError(item)
 
     def _brokers_changed(self):

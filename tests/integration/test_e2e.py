@@ -22,7 +22,8 @@ from adapters.cluster import LocalCluster, controller, live_brokers, partition_s
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zk import ZkSession
 from controller_core.assignment import expand_partitions
-from controller_core.values import TopicPartition
+from controller_core.values import LeaderIsr, TopicPartition
+from replay import local
 
 FAST = {
     "zookeeper.session.timeout.ms": "2000",
@@ -678,3 +679,47 @@ async def test_topic_deletion_during_a_halted_reassignment(make_cluster, admin, 
 
 async def _adding(admin, topic):
     return bool((await topic_json(admin, topic)).get("adding_replicas"))
+
+
+async def test_a_preferred_election_right_after_an_isr_expansion_decides_on_zookeepers_isr(make_cluster, admin, kctl):
+    """The preferred replica is back in the ISR in ZooKeeper, but the leader's ISR change
+    notification has not reached the controller when the election request does (here it never
+    does: the expansion is written as the leader writes it, without the notification). Kafka
+    reads the state before electing; so must the controller, or it refuses the election on its
+    cached ISR and deletes the operator's request."""
+    cluster = make_cluster(**{"replica.catch.up.delay.ms": "600000"})  # the leader itself never expands
+    await cluster.start(1, 2)
+    await until(lambda: a_controller(admin), "a controller")
+    rc, _, err = await kctl("topics", "--create", "--topic", "t", "--replica-assignment", "2:1")
+    assert rc == 0, err
+    await until(lambda: settled(admin, "t"), "t online")
+    await cluster.fail(2)
+
+    async def led_by_1():
+        li = (await states_of(admin, "t")).get(0)
+        return li if li is not None and (li.leader, li.isr) == (1, (1,)) else None
+    shrunk = await until(led_by_1, "leadership moved to 1, ISR [1]")
+    await cluster.start(2)
+    await until(lambda: registered(admin, (1, 2)), "broker 2 back")
+    await until(lambda: metadata_matches(admin, cluster.in_process(), ["t"]), "broker 2 told about t-0")
+
+    path = zkpaths.partition_state("t", 0)
+    _, stat = await admin.get(path)
+    expanded = LeaderIsr(1, shrunk.leader_epoch, (1, 2), shrunk.controller_epoch, stat.version + 1)
+    await admin.set(path, zkdata.encode_partition_state(expanded), version=stat.version)
+    await admin.create(zkpaths.PREFERRED_REPLICA_ELECTION,
+                       zkdata.encode_preferred_replica_election([TopicPartition("t", 0)]))
+    await until(lambda: missing(admin, zkpaths.PREFERRED_REPLICA_ELECTION), "the preferred election znode handled")
+    li = (await states_of(admin, "t"))[0]
+    assert (li.leader, li.leader_epoch, li.isr) == (2, shrunk.leader_epoch + 1, (1, 2))
+    await until(lambda: metadata_matches(admin, cluster.in_process(), ["t"]), "brokers told the new leader")
+    for node in cluster.in_process():
+        if node.loop.state.active:
+            await node.loop.wait_idle()
+    await cluster.close()
+
+    # the journals replay to the same decisions, the re-read included
+    result = local.replay(cluster.base)
+    assert [f for f in result.findings if f["severity"] == "violation"] == []
+    types = [r["type"] for r in result.tables["events"]]
+    assert "PartitionStatesRechecked" in types

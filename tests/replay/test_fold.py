@@ -106,3 +106,13 @@ def test_report_is_written(generated, tmp_path):
         assert (tmp_path / "report" / png).stat().st_size > 5000
     assert "verdict: PASS" in report.summary_text(result.stats, counts, result.passed)
     json.dumps(result.stats)  # the summary is JSON-able
+
+
+def test_broker_history_ends_with_the_brokers_the_last_controller_knows(generated, replayed):
+    """A BrokersChanged that waited behind a write or a re-read is decided in the step of the
+    event that ended the wait; the broker history records it all the same."""
+    _, world = generated
+    final = replayed.states[f"node-{world.controller}"]
+    assert final.active
+    still_up = {iv["broker"] for iv in replayed.tables["broker_intervals"] if iv["end"] is None and iv["state"] == "up"}
+    assert still_up == set(final.brokers.keys())
