@@ -6,10 +6,15 @@ import asyncio
 import gc
 import time
 
+import pytest
+
 from adapters import gcpause, loop as loop_module, statelog
 from adapters.loop import GC_BURST_PARTITIONS, ControllerLoop
 from adapters.metrics import Window
-from controller_core.state import ControllerConfig
+from adapters.zk import ZkError, ZkSession
+from controller_core import commands as C
+from controller_core.state import ControllerConfig, initial_state
+from controller_core.values import TopicPartition
 
 from .test_gc_burst import _elected, _until
 from .test_loop_journal import BusyRecorder
@@ -59,3 +64,38 @@ async def test_a_burst_that_never_goes_quiet_gives_the_collector_back_at_the_cap
         await asyncio.gather(task, return_exceptions=True)
         gc.enable()
     assert gcpause.held() == 0
+
+
+def test_the_state_change_log_holds_a_line_at_most_2_s_while_the_controller_stays_busy(tmp_path):
+    """README, Logs: while the controller is in a burst its state-change lines "wait (at most
+    2 s)"; this controller never goes quiet."""
+    log = statelog.StateChangeFile(tmp_path / "state-change.log", controller_id=7)
+    log.hold_while(lambda: True)
+    try:
+        entry = C.StateChange("OnlinePartition", "OfflinePartition", (TopicPartition("held", 0),))
+        logged = time.monotonic()
+        statelog.log_state_changes(C.LogStateChanges(cause="test", entries=(entry,)),
+                                   initial_state(ControllerConfig(broker_id=7)), 7, 1)
+        time.sleep(1.0)
+        assert "held-0" not in log.path.read_text(), "written while the controller was busy"
+        while "held-0" not in log.path.read_text():
+            assert time.monotonic() - logged < 6, "a line was held longer than 2 s (6 s with slack)"
+            time.sleep(0.02)
+    finally:
+        log.close()
+
+
+async def test_a_request_over_jute_maxbuffer_is_refused_before_it_is_sent(zk_connect):
+    """README, Faults: "A ZooKeeper request over jute.maxbuffer (1 MiB) is refused with a clear
+    error before it is sent": the session stays usable and nothing was written."""
+    zk = await ZkSession.connect(zk_connect)
+    try:
+        with pytest.raises(ZkError, match=r"larger than ZooKeeper accepts \(jute.maxbuffer, 1,048,575 bytes\)"):
+            # sent, the server would drop the connection and the write be re-sent for ever
+            await asyncio.wait_for(zk.create("/big", b"x" * (1024 * 1024)), 20)
+        assert await zk.exists("/big") is None
+        await zk.create("/small", b"x" * (1024 * 1024 - 200))  # just under the limit: accepted
+        data, _ = await zk.get("/small")
+        assert len(data) == 1024 * 1024 - 200
+    finally:
+        await asyncio.wait_for(zk.close(), 20)
