@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 
 import pytest
@@ -17,7 +18,7 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.values import TopicPartition
 
 from .test_gc_burst import _elected, _until
-from .test_loop_journal import BusyRecorder
+from .test_loop_journal import BusyRecorder, topic
 
 
 def test_timer_quantiles_cover_the_last_1028_observations():
@@ -99,3 +100,33 @@ async def test_a_request_over_jute_maxbuffer_is_refused_before_it_is_sent(zk_con
         assert len(data) == 1024 * 1024 - 200
     finally:
         await asyncio.wait_for(zk.close(), 20)
+
+
+@pytest.mark.parametrize("partitions, offloaded", [(1900, False), (2000, True)])
+async def test_decisions_run_in_a_worker_thread_from_2000_partitions_on(monkeypatch, partitions, offloaded):
+    """README, How it is built: "from 2,000 partitions on, `step()` ... run[s] in a worker
+    thread", so that ZooKeeper's heartbeats on the loop are not held up by a large decision."""
+    threads: list[tuple[str, bool]] = []
+    real = loop_module.step
+
+    def recording(state, event):
+        threads.append((type(event).__name__, threading.get_ident() == loop_thread))
+        return real(state, event)
+
+    monkeypatch.setattr(loop_module, "step", recording)
+    loop_thread = threading.get_ident()
+    executor = BusyRecorder()
+    executor.busy_now = False
+    loop = ControllerLoop(ControllerConfig(broker_id=3), executor)
+    task = asyncio.create_task(loop.run())
+    try:
+        loop.put(_elected(partitions))
+        await loop.wait_idle()
+        loop.put(topic("small", 2))  # a one-partition decision on a state of that size
+        await loop.wait_idle()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        gc.enable()
+    on_loop = not offloaded
+    assert threads == [("ControllerElected", on_loop), ("TopicsChanged", on_loop)], threads
