@@ -202,6 +202,8 @@ def test_snapshot_taken_when_the_next_segment_starts(tmp_path):
             j.append("event", body(i), controller_epoch=1, at=i)
             state["applied"] = i + 1  # step() runs after the append
     records = list(read_journal(tmp_path))
+    heads = [r["body"]["applied"] for r in records if r["type"] == "snapshot"]
+    assert len(heads) >= 3 and heads[0] == 0 and heads[-1] > 0, heads  # the loop below checks each
     applied = 0
     for r in records:
         if r["type"] == "snapshot":

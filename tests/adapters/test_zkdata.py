@@ -499,13 +499,13 @@ def test_encoders_write_compact_json(encode):
 
 # Every decoder, as a function of the data alone, with a valid document to mutate.
 DECODERS = {
-    "controller": (zkdata.decode_controller, {"version": 1, "brokerid": 1, "timestamp": "1"}),
+    "controller": (zkdata.decode_controller, {"version": 1, "brokerid": 7, "timestamp": "1"}),
     "broker": (lambda d: zkdata.decode_broker(1, d, 5), json.loads(BROKER_EXAMPLE)),
     "topic": (zkdata.decode_topic_assignment,
               {"version": 2, "partitions": {"0": [1, 2], "1": [2, 3]},
                "adding_replicas": {"0": [1]}, "removing_replicas": {"1": [3]}}),
-    "state": (lambda d: zkdata.decode_partition_state(d, 3),
-              {"version": 1, "leader": 1, "leader_epoch": 0, "controller_epoch": 3, "isr": [1, 2]}),
+    "state": (lambda d: zkdata.decode_partition_state(d, 9),
+              {"version": 1, "leader": 2, "leader_epoch": 4, "controller_epoch": 3, "isr": [2, 1]}),
     "reassign": (zkdata.decode_reassignment,
                  {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [2, 3]},
                                                {"topic": "u", "partition": 1, "replicas": [1]}]}),
@@ -525,10 +525,28 @@ DECODERS = {
 }
 
 
+# What each sample above means, written out by hand (not by the code under test).
+DECODED = {
+    "controller": 7,
+    "broker": BrokerInfo(1, "127.0.0.1", 9092, 5, None),
+    "topic": {0: ReplicaAssignment((1, 2), (1,), ()), 1: ReplicaAssignment((2, 3), (), (3,))},
+    "state": LeaderIsr(2, 4, (2, 1), 3, 9),
+    "reassign": ((TopicPartition("t", 0), (2, 3)), (TopicPartition("u", 1), (1,))),
+    "reassign-file": ((TopicPartition("t", 0), (2, 3)),),
+    "preferred": (TopicPartition("t", 0),),
+    "isr-change": (TopicPartition("t", 0),),
+    "election-file": (TopicPartition("t", 0), TopicPartition("t", 1)),
+    "config": {"a": "b"},
+    "cluster-id": "AAECAwQFBgcICQoLDA0ODw",
+    "topics-to-move": ("a", "b"),
+}
+
+
 def test_every_valid_sample_decodes():
-    for decode, sample in DECODERS.values():
-        decode(json.dumps(sample).encode())
-    zkdata.decode_controller_epoch(b"12")
+    assert sorted(DECODED) == sorted(DECODERS)
+    for name, (decode, sample) in DECODERS.items():
+        assert decode(json.dumps(sample).encode()) == DECODED[name], name
+    assert zkdata.decode_controller_epoch(b"12") == 12
 
 
 json_values = st.recursive(

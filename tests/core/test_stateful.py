@@ -1074,10 +1074,10 @@ def test_a_conflict_retry_does_not_resurrect_a_partition_being_deleted():
     assert retry.writes[0].leader_isr.leader == 1 and s.deferred
     s, c4 = _lands(s, retry)  # now the deletion runs: the partition goes away, no new leader
     assert s.partitions[A0].state is PartitionState.NON_EXISTENT
-    for log in of_type(c4, C.LogStateChanges):
-        for e in log.entries:
-            if e.ok and e.replica == -1:
-                assert partition_transition_ok(P_BY_NAME[e.from_state], P_BY_NAME[e.to_state]), e
+    moves = [e for log in of_type(c4, C.LogStateChanges) for e in log.entries if e.ok and e.replica == -1]
+    assert moves, "the deletion logged no partition transition"
+    for e in moves:
+        assert partition_transition_ok(P_BY_NAME[e.from_state], P_BY_NAME[e.to_state]), e
     assert not any(w.leader_isr.leader not in (NO_LEADER, 1) for c in of_type(c4, C.WritePartitionStates)
                    for w in c.writes), "no new leader for a topic being deleted"
 
@@ -1153,8 +1153,10 @@ def test_an_init_conflict_does_not_adopt_a_state_outside_the_assignment():
     retry = _write(commands).writes[0]
     assert retry.expected_version == orphan.zk_version and retry.leader_isr.leader_epoch == orphan.leader_epoch + 1
     assert set(retry.leader_isr.isr) <= {4, 2}, retry
-    assert all(set(v.isr) <= {4, 2} for _, v in _views(commands)), "brokers are told an ISR outside RS"
-    s, _ = _lands(s, _write(commands))
+    s, released = _lands(s, _write(commands))  # the retry's LeaderAndIsr waits for it to land
+    views = _views(commands) + _views(released)
+    assert views, "no LeaderAndIsr for a-0"
+    assert all(set(v.isr) <= {4, 2} for _, v in views), "brokers are told an ISR outside RS"
     assert set(leader_isr(s, "a", 0).isr) <= {4, 2}
 
 

@@ -571,6 +571,7 @@ async def test_controlled_shutdown_of_each_broker_in_turn(make_cluster, admin, k
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["t"]), "metadata of t")
     for broker in (1, 2, 3):
         before = await states_of(admin, "t")
+        assert any(li.leader == broker for li in before.values()), (broker, before)  # leaders to move
         assert await cluster.terminate(broker) == 0
         assert "controlled shutdown of broker %d succeeded" % broker in cluster.procs.nodes[broker].log_text()
         states = await states_of(admin, "t")
