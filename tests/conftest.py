@@ -5,8 +5,15 @@ import re
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from adapters.zookeeper_server import EmbeddedZooKeeper
+
+# Property tests check what is computed, not how fast: on a shared 2-core machine one example can
+# take longer than Hypothesis's default 200 ms deadline for reasons that have nothing to do with
+# the code, so no test may fail on time alone (tests that set their own settings keep them).
+settings.register_profile("kctl", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kctl")
 
 
 @pytest.fixture(scope="session")
