@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 def example() -> str:
     text = README.read_text()
-    section = text[text.index("### Embedding a node in a service"):]
+    section = text[text.index("## Embedding a node in a service"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

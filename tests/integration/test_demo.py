@@ -49,6 +49,7 @@ def check_common(done: subprocess.CompletedProcess, temp: Path) -> str:
     return out
 
 
+@pytest.mark.timeout(1500)
 def test_the_demo_ends_in_sync_names_no_vanished_path_and_leaves_nothing(tmp_path):
     done, temp = run_demo(tmp_path)
     out = check_common(done, temp)
@@ -57,6 +58,7 @@ def test_the_demo_ends_in_sync_names_no_vanished_path_and_leaves_nothing(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)
 def test_with_keep_the_report_it_names_is_there(tmp_path):
     done, temp = run_demo(tmp_path, "--keep")
     kept = sorted(temp.glob("kctl-demo-*"))
