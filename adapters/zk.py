@@ -175,21 +175,25 @@ class ZkSession:
         starting = asyncio.ensure_future(session.start())
         try:
             await asyncio.wait({starting, unreachable}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not starting.done() or starting.cancelled() or starting.exception() is not None:
-                starting.cancel()
-                await asyncio.gather(starting, return_exceptions=True)
-                await session.close()
-        if starting.done() and not starting.cancelled():
-            if starting.exception() is not None:
-                raise starting.exception()
+        except asyncio.CancelledError:  # e.g. `kctl node` stopped by a signal while connecting
+            await self._abandon_start(starting)
+            raise
+        if starting.done() and not starting.cancelled() and starting.exception() is None:
             return
+        await self._abandon_start(starting)
+        if starting.done() and not starting.cancelled() and starting.exception() is not None:
+            raise starting.exception()
         if unreachable.done():
             reasons = unreachable.result()
             if len(reasons) == 1:
                 raise Unreachable(f"cannot connect to ZooKeeper at {reasons[0][0]}: {reasons[0][1]}")
             raise Unreachable("cannot connect to ZooKeeper: " + "; ".join(f"{where}: {why}" for where, why in reasons))
         raise Unreachable(f"no ZooKeeper answered at {self.connect_string} within {timeout:.0f}s")
+
+    async def _abandon_start(self, starting: asyncio.Future) -> None:
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await self._session.close()
 
     async def close(self) -> None:
         for watch in list(self._watches):

@@ -266,6 +266,7 @@ class _Session(_AiozkSession):
         # out its timeout). Never set again once a session was established: a server that
         # restarts refuses connections for a while, and then the session waits for it.
         self.unreachable: asyncio.Future | None = None
+        self._round_failures: dict[tuple, str | None] = {}  # this round's connect failures, definite or not
 
     # -- connections -----------------------------------------------------------------------
 
@@ -297,8 +298,6 @@ class _Session(_AiozkSession):
             self._report_unreachable()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
-
-    _round_failures: dict = {}
 
     def _report_unreachable(self) -> None:
         """After a round in which no server took the connection: if this session never started
