@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
 from typing import Callable
 
 DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
+DEFAULT_ZOOKEEPER_DATA_DIR = "./zookeeper-data"
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing anything heavy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kctl")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 class UsageError(Exception):
@@ -140,13 +152,33 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
 def cmd_zookeeper(args) -> int:
     from .zookeeper_server import serve_forever
 
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port must be a port number 0-65535, got {args.port}")
+    if args.port:
+        _check_port_free(args.port)
     return serve_forever(args.port, args.data_dir)
+
+
+def _check_port_free(port: int) -> None:
+    """Refuse a taken port with one line. Otherwise the JVM dies with a BindException stack
+    trace, or, if the port's holder is another ZooKeeper, its `ruok` is mistaken for ours."""
+    import errno
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandFailure(f"port {port} is in use") from None
+            raise CommandFailure(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
 
 
 def cmd_node(args) -> int:
     from .journal import JournalError
     from .node import BrokerIdInUse, ClusterNode, NodeConfig
-    from .zk import ZkError
+    from .zk import Unreachable, ZkError
 
     if not 0 <= args.broker_id <= INT32_MAX:
         raise UsageError(f"--broker-id must be a non-negative 32-bit integer, got {args.broker_id}")
@@ -175,17 +207,33 @@ def cmd_node(args) -> int:
         node = ClusterNode(config)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        terminated = []
+        terminated: list[int] = []
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda s=sig: (terminated.append(s), stop.set()))
+        running = asyncio.ensure_future(node.run_until_stopped(stop))
+        # A signal ends the node at any stage: while it still waits for ZooKeeper (a typo in
+        # --zookeeper must not hold Ctrl-C for the connect timeout), the start is abandoned.
+        signalled = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({running, signalled}, return_when=asyncio.FIRST_COMPLETED)
+        if not running.done() and not node.started:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            await _abandon(node)
+            logging.getLogger("kctl.node").info("broker %d stopped by %s before it had started",
+                                                args.broker_id, signal.Signals(terminated[0]).name)
+            return 0
+        signalled.cancel()
         try:
-            await node.run_until_stopped(stop)
+            await running
         except BrokerIdInUse as exc:
             await _release(node)
             raise UsageError(str(exc))
         except JournalError as exc:
             await _release(node)
             raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
+        except Unreachable as exc:  # its text is the whole reason
+            await _release(node)
+            raise CommandFailure(str(exc)) from None
         except ZkError as exc:
             await _release(node)
             raise CommandFailure(f"ZooKeeper at {args.zookeeper}: {exc}") from None
@@ -193,11 +241,35 @@ def cmd_node(args) -> int:
             await _release(node)
             raise CommandFailure(f"{exc.strerror or exc}: {exc.filename or args.listen}") from None
         if terminated:
-            await node.controlled_shutdown()
+            # Kafka's controlled shutdown may wait (retries x backoff) for a leader that cannot
+            # move; a second signal cuts it short, as a second Ctrl-C would be meant to.
+            again = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, again.set)
+            shutdown = asyncio.ensure_future(node.controlled_shutdown())
+            interrupted = asyncio.ensure_future(again.wait())
+            await asyncio.wait({shutdown, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            if not shutdown.done():
+                logging.getLogger("kctl.node").warning("second signal: stopping without waiting for the "
+                                                       "controlled shutdown")
+                shutdown.cancel()
+                await asyncio.gather(shutdown, return_exceptions=True)
+            interrupted.cancel()
         await node.close()
         return 0
 
     return asyncio.run(main())
+
+
+async def _abandon(node) -> None:
+    """A node stopped while starting: close whatever it had started."""
+    if getattr(node, "server", None) is not None:
+        try:
+            await node.close()
+            return
+        except Exception:  # noqa: BLE001 - exiting anyway; the session goes below
+            pass
+    await _release(node)
 
 
 async def _release(node) -> None:
@@ -212,18 +284,25 @@ async def _release(node) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kctl", description="A Kafka 2.4-style cluster controller on ZooKeeper.")
+    parser.add_argument("--version", action="version", version=f"kctl {_version()}",
+                        help="print kctl's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("zookeeper", help="run a real ZooKeeper server in the foreground (embedded)")
-    p.add_argument("--port", type=int, default=2181)
-    p.add_argument("--data-dir", default="./zookeeper-data")
+    p = sub.add_parser("zookeeper", help="run a real ZooKeeper server in the foreground (embedded)",
+                       description="A real ZooKeeper 3.9 server (the jars inside the pyspark wheel, run with "
+                                   "this machine's Java 17+) on 127.0.0.1, in the foreground; SIGTERM or "
+                                   "Ctrl-C stops it. Prints its connect string once it serves.")
+    p.add_argument("--port", type=int, default=2181, help="client port on 127.0.0.1 (default 2181; 0: any free port)")
+    p.add_argument("--data-dir", default=DEFAULT_ZOOKEEPER_DATA_DIR,
+                   help=f"snapshots, transaction logs and the server's own logs; kept between runs "
+                        f"(default {DEFAULT_ZOOKEEPER_DATA_DIR}, relative to the current directory)")
     p.set_defaults(func=cmd_zookeeper)
 
     p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")
-    p.add_argument("--broker-id", type=int, required=True)
+    p.add_argument("--broker-id", type=int, required=True, help="this node's broker id (Kafka's broker.id)")
     _zookeeper(p)
     p.add_argument("--listen", default="127.0.0.1:0", help="control-channel address HOST:PORT (port 0: any free port)")
-    p.add_argument("--rack", default=None)
+    p.add_argument("--rack", default=None, help="rack of this broker (Kafka's broker.rack), for rack-aware placement")
     p.add_argument("--journal-dir", default=None,
                    help="where this node's controller journal and its state-change.log go")
     p.add_argument("--metrics-port", type=int, default=None,
@@ -232,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="stderr and state-change.log lines as text or as one JSON object each")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                   help="the lowest level logged on stderr (default INFO)")
     p.set_defaults(func=cmd_node)
 
     from .cli_admin import add_admin_commands

@@ -27,7 +27,7 @@ from typing import Awaitable, Callable
 from controller_core.values import TopicPartition
 
 from . import admin, zkdata
-from .zk import NoAuth, TransactionFailed, ZkError, ZkSession
+from .zk import NoAuth, TransactionFailed, Unreachable, ZkError, ZkSession
 
 ZK_CONNECT_TIMEOUT_S = 15.0
 _usage_error: type[Exception] | None = None
@@ -99,7 +99,9 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
                     "the controller's control channel (shared secret from $KCTL_CONTROL_SECRET if set).")
     _zookeeper(p)
     _zk_auth(p)
-    p.add_argument("--election-type", required=True, type=str.upper, choices=("PREFERRED", "UNCLEAN"))
+    p.add_argument("--election-type", required=True, type=str.upper, choices=("PREFERRED", "UNCLEAN"),
+                   help="PREFERRED: move leadership to the first replica; UNCLEAN: elect a leader outside "
+                        "the ISR where no ISR member is alive")
     p.add_argument("--topic", help="the topic of --partition")
     p.add_argument("--partition", type=int, help="the partition of --topic")
     p.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
@@ -154,6 +156,8 @@ def _run(args, work: Callable[[ZkSession], Awaitable[int]]) -> int:
         try:
             zk = await ZkSession.connect(connect, timeout=ZK_CONNECT_TIMEOUT_S,
                                          auth=("digest", auth) if auth else None, acl_mode=auth is not None)
+        except Unreachable as exc:  # its text names the server and the reason
+            raise admin.ToolFailure(str(exc)) from None
         except (ZkError, OSError) as exc:
             raise admin.ToolFailure(f"cannot connect to ZooKeeper at {connect}: {exc}") from None
         try:
@@ -189,9 +193,12 @@ def _fail(message: str) -> None:
 def _read_file(path: str, option: str) -> bytes:
     try:
         with open(path, "rb") as f:
-            return f.read()
+            data = f.read()
     except OSError as exc:
         raise _bad(f"cannot read {option} {path}: {exc.strerror}") from None
+    if not data.strip():  # else the JSON reader, made for znodes, would say "the znode has no data"
+        raise _bad(f"{option} {path} is empty (expected a JSON document)")
+    return data
 
 
 def _given(args, *names: str) -> list[str]:

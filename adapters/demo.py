@@ -20,8 +20,9 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from . import zkdata, zkpaths
 from .cluster import LocalCluster, controller, live_brokers, partition_states
-from .zk import ZkSession
+from .zk import NoNode, ZkSession
 from .zookeeper_server import EmbeddedZooKeeper
 
 BROKERS = (1, 2, 3, 4)
@@ -44,9 +45,46 @@ async def _view(connect: str) -> dict:
     try:
         holder, epoch = await controller(zk)
         return {"controller": holder, "epoch": epoch, "brokers": await live_brokers(zk),
-                "partitions": await partition_states(zk)}
+                "partitions": await partition_states(zk), "replicas": await _replicas(zk)}
     finally:
         await zk.close()
+
+
+async def _replicas(zk: ZkSession) -> dict:
+    """{(topic, partition): assigned replicas}."""
+    from controller_core.values import TopicPartition
+
+    out = {}
+    try:
+        topics = await zk.get_children(zkpaths.TOPICS)
+    except NoNode:
+        return out
+    for topic in topics:
+        data, _ = await zk.get(zkpaths.topic(topic))
+        for p, assignment in zkdata.decode_topic_assignment(data, topic=topic).items():
+            out[TopicPartition(topic, p)] = assignment.replicas
+    return out
+
+
+def _all_in_sync(view: dict) -> bool:
+    """Every live broker is back in the ISR of every partition it is a replica of."""
+    live = set(view["brokers"])
+    return bool(view["partitions"]) and all(
+        set(view["replicas"].get(tp, ())) & live <= set(li.isr) for tp, li in view["partitions"].items())
+
+
+def _election_summary(out: str) -> str:
+    """One line for kctl leader-election's output, which names every partition."""
+    moved = already = failed = 0
+    for line in out.splitlines():
+        if line.startswith("Successfully completed"):
+            moved += len(line.split(" for partitions ", 1)[1].split(", "))
+        elif line.startswith("Valid replica already elected"):
+            already += len(line.split(" for partitions ", 1)[1].split(", "))
+        elif line.startswith("Error completing"):
+            failed += 1
+    return (f"{moved} leader(s) moved back to the preferred replica, {already} already there"
+            + (f", {failed} failed" if failed else ""))
 
 
 def _render(view: dict, step: str, log: list[str]) -> Group:
@@ -71,7 +109,8 @@ def run_demo(keep: bool = False) -> int:
     base = Path(tempfile.mkdtemp(prefix="kctl-demo-"))
     started = time.monotonic()
     zk = EmbeddedZooKeeper(base / "zookeeper")
-    console.print(f"[bold]kctl demo[/]: files in {base}")
+    console.print(f"[bold]kctl demo[/]: files in {base}" if keep else
+                  "[bold]kctl demo[/]: files in a temporary directory, removed at the end (--keep keeps them)")
     zk.start()
     connect = f"{zk.connect_string}/demo"
     log: list[str] = []
@@ -112,7 +151,7 @@ def run_demo(keep: bool = False) -> int:
             cluster.start_node(victim)
             show("broker return", f"broker {victim} restarts and rejoins the ISRs")
             wait("broker return", lambda v: victim in v["brokers"] and
-                 all(len(li.isr) == 3 for tp, li in v["partitions"].items() if tp.topic == "orders"), 30)
+                 _all_in_sync(v), 30)
 
             plan = base / "reassign.json"
             view = show("reassignment")
@@ -129,7 +168,7 @@ def run_demo(keep: bool = False) -> int:
 
             code, out = _kctl("leader-election", "--zookeeper", connect, "--election-type", "PREFERRED",
                               "--all-topic-partitions")
-            show("preferred election", "kctl leader-election PREFERRED: " + (out.splitlines() or [""])[0][:90])
+            show("preferred election", "kctl leader-election PREFERRED: " + _election_summary(out))
             time.sleep(1.0)
 
             view = show("controller failover")
@@ -138,13 +177,16 @@ def run_demo(keep: bool = False) -> int:
             show("controller failover", f"SIGKILL the controller (broker {old}, epoch {old_epoch})")
             view = wait("controller failover", lambda v: v["controller"] not in (None, old) and v["epoch"] > old_epoch)
             cluster.start_node(old)
-            view = wait("controller failover", lambda v: len(v["brokers"]) == 4)
+            show("controller failover", f"broker {old} restarts and rejoins the ISRs")
+            view = wait("controller failover", lambda v: len(v["brokers"]) == 4 and _all_in_sync(v), 60)
             show("done", f"broker {view['controller']} is the controller with epoch {view['epoch']}; "
-                         f"broker {old} rejoined as a broker")
+                         f"broker {old} rejoined as a broker" + ("" if _all_in_sync(view) else
+                                                                  " (some ISRs have not recovered yet)"))
         cluster.stop_all()
-        _replay(console, base)
+        _replay(console, base, keep)
         console.print(f"[bold]done in {time.monotonic() - started:.0f} s[/]; journals and logs in {base}"
-                      if keep else f"[bold]done in {time.monotonic() - started:.0f} s[/]")
+                      if keep else f"[bold]done in {time.monotonic() - started:.0f} s[/] "
+                                   "(kctl demo --keep keeps the journals, logs and report)")
         return 0
     finally:
         cluster.stop_all()
@@ -158,7 +200,7 @@ def _verified(connect: str, plan: Path) -> bool:
     return "completed successfully" in out
 
 
-def _replay(console: Console, base: Path) -> None:
+def _replay(console: Console, base: Path, keep: bool) -> None:
     """The offline audit of every journal the cluster wrote (if the replay job is installed)."""
     try:
         from replay.local import run_local  # noqa: F401
@@ -168,6 +210,7 @@ def _replay(console: Console, base: Path) -> None:
     console.print()
     console.print("[bold]replay[/]: auditing every controller's journal on a local Spark ...")
     code, out = _kctl("replay", "--journal", str(base / "journals"), "--out", str(base / "replay"))
-    console.print(out[-2000:])
-    console.print(f"audit verdict: {'[green]PASS[/]' if code == 0 else '[red]VIOLATIONS[/]'} "
-                  f"(report: {base / 'replay'})")
+    console.print("\n".join(out.splitlines()[-40:]), markup=False)
+    verdict = "[green]PASS[/]" if code == 0 else "[red]VIOLATIONS[/]"
+    # without --keep the report is deleted on exit: name it only when it stays
+    console.print(f"audit verdict: {verdict}" + (f" (report: {base / 'replay' / 'report.html'})" if keep else ""))

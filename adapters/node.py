@@ -113,6 +113,7 @@ class ClusterNode:
         self.zk: ZkSession | None = None
         self.loop: ControllerLoop | None = None
         self.active = False
+        self.started = False  # start() completed
         self.term = 0
         self._electing = False
         self._stopping = False
@@ -174,6 +175,7 @@ class ClusterNode:
         self.zk.on_session_change(self._on_session_change)
         await self._register()
         self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, self._on_controller)
+        self.started = True
 
     def _make_broker(self):
         from .broker import Broker
@@ -443,11 +445,17 @@ class ClusterNode:
     # -- shutdown -------------------------------------------------------------------------------
 
     async def controlled_shutdown(self) -> bool:
-        """Kafka's controlled shutdown: ask the controller to move leadership away, retried
-        `controlled.shutdown.max.retries` times. True once nothing is led here any more."""
+        """Kafka's controlled shutdown: ask the controller to move leadership away. True once
+        nothing is led here any more.
+
+        Counted as Kafka 2.4's KafkaServer.controlledShutdown counts: at most
+        `controlled.shutdown.max.retries` attempts in all (0: none), `retry.backoff.ms` apart.
+        Kafka also sleeps after the last failed attempt; that wait helps nothing, so it is left
+        out. A leader with no other live replica in its ISR cannot move: then every attempt
+        fails and the node waits (retries - 1) x backoff before it stops anyway."""
         retries = self.config.get("controlled.shutdown.max.retries", 3)
         backoff = self.config.get("controlled.shutdown.retry.backoff.ms", 5000) / 1000
-        for attempt in range(retries + 1):
+        for attempt in range(retries):
             try:
                 remaining = await self._ask_controller_to_shut_down()
                 if remaining is not None and not remaining:
@@ -457,7 +465,7 @@ class ClusterNode:
                          "?" if remaining is None else len(remaining))
             except Exception as exc:  # noqa: BLE001 - any failure is one failed attempt
                 log.warning("controlled shutdown attempt %d failed: %s", attempt + 1, exc)
-            if attempt < retries:
+            if attempt + 1 < retries:
                 await asyncio.sleep(backoff)
         log.warning("controlled shutdown of broker %d did not complete; shutting down anyway", self.broker_id)
         return False

@@ -34,7 +34,7 @@ from .zkconnection import READ_WINDOW, _Connection, _retire, _Session
 from .zkvalues import (  # the values and errors: callers import them from here
     ACL_CREATOR_ALL_WORLD_READ, ACL_OPEN, CONTROLLER_EPOCH_PATH, BadVersion, Check, ConnectionLost, Create, Delete,
     Fenced, NoAuth, NodeExists, NoNode, NotEmpty, Op, Problem, SessionClosed, SessionEvent, SessionExpired, SetData,
-    Stat, TransactionFailed, ZkError, _BADVERSION, _NOAUTH, _NODEEXISTS, _NONODE, _NOTEMPTY, _ServerError, _error,
+    Stat, TransactionFailed, Unreachable, ZkError, _BADVERSION, _NOAUTH, _NODEEXISTS, _NONODE, _NOTEMPTY, _ServerError, _error,
 )
 from .zkwatch import Subscription, Watch
 from .zkwire import (  # _DELETE only for callers (tests/adapters/test_zk.py)
@@ -65,9 +65,7 @@ def parse_connect_string(connect_string: str) -> tuple[str, str | None]:
     if not hosts or not all(entries):
         raise ValueError(f"invalid ZooKeeper connect string {connect_string!r}: no host")
     for entry in entries:
-        match = _HOST_PORT.match(entry)
-        if not match or (match.group(2) is not None and not 0 < int(match.group(2)) < 65536):
-            raise ValueError(f"invalid ZooKeeper connect string {connect_string!r}: bad host {entry!r}")
+        _check_host_port(connect_string, entry)
     chroot = None
     if slash:
         rest = rest.rstrip("/")
@@ -77,6 +75,22 @@ def parse_connect_string(connect_string: str) -> tuple[str, str | None]:
                 raise ValueError(f"invalid chroot in ZooKeeper connect string {connect_string!r}")
             chroot = "/" + rest
     return ",".join(entries), chroot
+
+
+def _check_host_port(connect_string: str, entry: str) -> None:
+    """One "host[:port]" of a connect string; the error names the part that is wrong."""
+    match = _HOST_PORT.match(entry)
+    if match is None:
+        host, sep, port = entry.rpartition(":")
+        host_only = _HOST_PORT.match(host) if sep and host else None
+        if host_only is None or host_only.group(2) is not None:
+            raise ValueError(f"invalid ZooKeeper connect string {connect_string!r}: bad host {entry!r}")
+    else:
+        port = match.group(2)
+        if port is None or 0 < int(port) < 65536:
+            return
+    raise ValueError(f"invalid ZooKeeper connect string {connect_string!r}: bad port {port!r} in {entry!r} "
+                     "(a number 1-65535)")
 
 
 def _host_ports(hosts: str) -> list[tuple[str, int]]:
@@ -152,11 +166,34 @@ class ZkSession:
         return zk
 
     async def _start(self, timeout: float) -> None:
+        """Wait for the first session: at most `timeout` while servers stay silent, not at all
+        once every server refused or does not resolve (Unreachable says which). Cancelled, or
+        failed, it closes the session it began, so nothing is left running."""
+        session = self._session
+        loop = asyncio.get_running_loop()
+        session.unreachable = unreachable = loop.create_future()
+        starting = asyncio.ensure_future(session.start())
         try:
-            await asyncio.wait_for(self._session.start(), timeout)
-        except asyncio.TimeoutError:
-            await self._session.close()
-            raise ConnectionLost(detail=f"no ZooKeeper answered at {self.connect_string} within {timeout:.0f}s") from None
+            await asyncio.wait({starting, unreachable}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # e.g. `kctl node` stopped by a signal while connecting
+            await self._abandon_start(starting)
+            raise
+        if starting.done() and not starting.cancelled() and starting.exception() is None:
+            return
+        await self._abandon_start(starting)
+        if starting.done() and not starting.cancelled() and starting.exception() is not None:
+            raise starting.exception()
+        if unreachable.done():
+            reasons = unreachable.result()
+            if len(reasons) == 1:
+                raise Unreachable(f"cannot connect to ZooKeeper at {reasons[0][0]}: {reasons[0][1]}")
+            raise Unreachable("cannot connect to ZooKeeper: " + "; ".join(f"{where}: {why}" for where, why in reasons))
+        raise Unreachable(f"no ZooKeeper answered at {self.connect_string} within {timeout:.0f}s")
+
+    async def _abandon_start(self, starting: asyncio.Future) -> None:
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await self._session.close()
 
     async def close(self) -> None:
         for watch in list(self._watches):

@@ -40,8 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import logging
 import random
+import re
+import socket
 import time
 from typing import Callable, Sequence
 
@@ -218,6 +221,27 @@ def _retire(conn: _Connection | None) -> None:
         conn.writer.close()
 
 
+_DEFINITE_ERRNOS = {errno.ECONNREFUSED: "connection refused", errno.EHOSTUNREACH: "no route to host",
+                    errno.ENETUNREACH: "network unreachable"}
+
+
+def definite_failure(host: str, error: BaseException) -> str | None:
+    """Why connecting to `host` failed, if waiting cannot help: the name does not resolve, or
+    every address refused (or has no route). None for anything else (silence, a timeout, a
+    server that closed the connection while starting)."""
+    if isinstance(error, socket.gaierror):
+        return f"host {host!r} does not resolve ({error.strerror})"
+    if isinstance(error, OSError) and error.errno in _DEFINITE_ERRNOS:
+        return _DEFINITE_ERRNOS[error.errno]
+    if isinstance(error, OSError) and error.errno is None and str(error).startswith("Multiple exceptions"):
+        # asyncio's happy-eyeballs loop over a name's addresses (e.g. ::1 and 127.0.0.1)
+        codes = {int(code) for code in re.findall(r"\[Errno (-?\d+)\]", str(error))}
+        reasons = {_DEFINITE_ERRNOS.get(code) for code in codes}
+        if codes and None not in reasons:
+            return ", ".join(sorted(reasons))
+    return None
+
+
 class _SessionRejected(Exception):
     """The server answered our reconnect with session id 0: the session is dead."""
 
@@ -237,6 +261,12 @@ class _Session(_AiozkSession):
         self.closed = False
         self.listener: Callable[[SessionEvent], None] | None = None
         self.connected_hook: Callable[[bool], None] | None = None
+        # Before the first session: resolved with the reasons once every server has failed in a
+        # way waiting cannot mend (ZkSession.connect then gives up at once instead of waiting
+        # out its timeout). Never set again once a session was established: a server that
+        # restarts refuses connections for a while, and then the session waits for it.
+        self.unreachable: asyncio.Future | None = None
+        self._round_failures: dict[tuple, str | None] = {}  # this round's connect failures, definite or not
 
     # -- connections -----------------------------------------------------------------------
 
@@ -248,12 +278,14 @@ class _Session(_AiozkSession):
             log.debug("cannot connect to %s:%s: %r", host, port, error)
             if conn.writer is not None:
                 conn.writer.close()
+            self._round_failures[(host, port)] = definite_failure(host, error)
             return None
         return conn
 
     async def find_server(self, allow_read_only):
         delay = 0.02
         while True:
+            self._round_failures = {}
             for host, port in random.sample(self.hosts, len(self.hosts)):
                 conn = await self.make_connection(host, port)
                 if conn is None:
@@ -263,8 +295,19 @@ class _Session(_AiozkSession):
                     continue
                 self.conn = conn
                 return
+            self._report_unreachable()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+    def _report_unreachable(self) -> None:
+        """After a round in which no server took the connection: if this session never started
+        and every server failed for a definite reason, say so (see `unreachable`)."""
+        future = self.unreachable
+        if future is None or future.done() or self.generation or self.last_session_id is not None:
+            return
+        reasons = [self._round_failures.get((host, port)) for host, port in self.hosts]
+        if reasons and all(reasons):
+            future.set_result([(f"{host}:{port}", reason) for (host, port), reason in zip(self.hosts, reasons)])
 
     def _connection_lost(self, conn: _Connection) -> None:
         log.info("connection to %s:%s closed by the server", conn.host, conn.port)

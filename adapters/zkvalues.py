@@ -51,6 +51,19 @@ class ConnectionLost(ZkError):
     Also raised when no server could be reached within the connect timeout."""
 
 
+class Unreachable(ConnectionLost):
+    """No ZooKeeper server could be reached at connect time. Its text is the reason alone (a
+    host that does not resolve, a refused connection, or silence until the connect timeout),
+    fit to be shown to a user as it is."""
+
+    def __init__(self, detail: str):
+        super().__init__(None, detail)
+        self.args = (detail,)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 class SessionExpired(ZkError):
     """The session this call started in is gone (expired, or replaced by a new one)."""
 

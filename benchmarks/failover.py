@@ -737,12 +737,12 @@ def add_command(sub, usage_error) -> None:
     p = sub.add_parser("bench", help="benchmarks (failover)")
     bench = p.add_subparsers(dest="bench", metavar="BENCHMARK", parser_class=type(p))
     f = bench.add_parser("failover", help="failover latency with N partitions against the ZooKeeper floor")
-    f.add_argument("--partitions", type=int, default=10_000)
-    f.add_argument("--runs", type=int, default=5)
-    f.add_argument("--out", default="bench-out")
+    f.add_argument("--partitions", type=int, default=10_000, help="partitions in the cluster (default 10000)")
+    f.add_argument("--runs", type=int, default=5, help="measured runs per scenario and mode (default 5)")
+    f.add_argument("--out", default="bench-out", help="where result.json, failover.png and nodes.log go")
     f.add_argument("--zookeeper", default=None, help="an external ZooKeeper (default: start an embedded one)")
-    f.add_argument("--scenarios", default=",".join(SCENARIOS))
-    f.add_argument("--modes", default=",".join(MODES))
+    f.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated (default {','.join(SCENARIOS)})")
+    f.add_argument("--modes", default=",".join(MODES), help=f"comma-separated (default {','.join(MODES)})")
     f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
 
     def cmd(args) -> int:

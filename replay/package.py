@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -77,8 +79,12 @@ def shipped_from_zip() -> bool:
 
 
 def ship(sc, workdir: str | None = None) -> dict:
-    """Add the code zip (unless already shipped) and the deps zip to a SparkContext."""
-    workdir = workdir or tempfile.mkdtemp(prefix="kctl-replay-")
+    """Add the code zip (unless already shipped) and the deps zip to a SparkContext. Without a
+    `workdir` they go to a temporary directory that is removed when the process exits (Spark
+    reads them until its context stops, which is the process's business, not ours)."""
+    if workdir is None:
+        workdir = tempfile.mkdtemp(prefix="kctl-replay-")
+        atexit.register(shutil.rmtree, workdir, True)
     shipped = {}
     if not shipped_from_zip():
         code = build_code(workdir)

@@ -145,7 +145,9 @@ def test_garbage_json_files_give_one_error_line(capsys, files, zk_connect):
     elect = ["leader-election", *zk, "--election-type", "preferred", "--path-to-json-file"]
     generate = ["reassign-partitions", *zk, "--generate", "--broker-list", "1,2", "--topics-to-move-json-file"]
     cases = [
-        (reassign, b"", "no data"),
+        (reassign, b"", "input.json is empty (expected a JSON document)"),  # a file, not a znode
+        (elect, b" \n", "input.json is empty (expected a JSON document)"),
+        (generate, b"", "input.json is empty (expected a JSON document)"),
         (reassign, b"\xff", "not valid UTF-8"),
         (reassign, b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,"2"]}]}',
          "must be a list of integers"),
