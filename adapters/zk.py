@@ -197,6 +197,17 @@ class ZkSession:
     def chroot(self) -> str | None:
         return self._chroot or None
 
+    @property
+    def connection(self):
+        """The client's view of its connection (adapters/zkconnection.py's ConnectionView): the
+        server it is on, reconnections, time without a connection."""
+        return self._session.view
+
+    @property
+    def last_zxid(self) -> int:
+        """The highest zxid seen in any answer; a server behind it refuses this client."""
+        return self._session.last_zxid
+
     def on_session_change(self, callback: Callable[[SessionEvent], None]) -> Subscription:
         """Call `callback(SessionEvent)` (soon, on the loop) when the session expires and when a
         new one replaces it. The callback must only enqueue."""
