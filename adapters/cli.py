@@ -140,7 +140,19 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
 def cmd_zookeeper(args) -> int:
     from .zookeeper_server import serve_forever
 
+    if args.ensemble is not None:
+        return _zookeeper_ensemble(args)
     return serve_forever(args.port, args.data_dir)
+
+
+def _zookeeper_ensemble(args) -> int:
+    from .zookeeper_ensemble import serve_ensemble_forever
+
+    if not 1 <= args.ensemble <= 9:
+        raise UsageError(f"--ensemble must be a number of servers from 1 to 9, got {args.ensemble}")
+    if args.port and not 0 < args.port <= 65536 - args.ensemble:
+        raise UsageError(f"--port {args.port} leaves no room for {args.ensemble} consecutive client ports")
+    return serve_ensemble_forever(args.ensemble, args.port, args.data_dir)
 
 
 def cmd_node(args) -> int:
@@ -217,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("zookeeper", help="run a real ZooKeeper server in the foreground (embedded)")
     p.add_argument("--port", type=int, default=2181)
     p.add_argument("--data-dir", default="./zookeeper-data")
+    p.add_argument("--ensemble", type=int, default=None, metavar="N",
+                   help="run N servers of one ensemble (data dirs DATA_DIR/zk-1..N, client ports PORT..PORT+N-1, "
+                        "PORT 0: free ports) and print their connect string")
     p.set_defaults(func=cmd_zookeeper)
 
     p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")

@@ -150,6 +150,20 @@ class ZooKeeperEnsemble:
             if waiting:
                 time.sleep(0.05)
 
+    def wait_leader(self, timeout: float = 60.0, exclude: EnsembleMember | None = None) -> EnsembleMember:
+        """Wait until a quorum serves under one leader (not `exclude`, a member just killed
+        whose followers may not have noticed yet); return the leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            modes = {m.server_id: m.mode() for m in self.members if m.is_running() and m is not exclude}
+            leaders = [sid for sid, mode in modes.items() if mode == "leader"]
+            serving = [sid for sid, mode in modes.items() if mode in ("leader", "follower")]
+            if len(leaders) == 1 and len(serving) >= self.quorum:
+                return self.member(leaders[0])
+            if time.monotonic() > deadline:
+                raise EmbeddedZooKeeperError(f"no quorum under one leader within {timeout:.0f}s: {modes}")
+            time.sleep(0.05)
+
     def leader(self) -> EnsembleMember | None:
         for member in self.members:
             if member.is_running() and member.mode() == "leader":

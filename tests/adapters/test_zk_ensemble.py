@@ -8,15 +8,18 @@ CLIENT_ZXID_AHEAD) and the client moves on to another server.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from adapters.tcpproxy import TcpProxy
 from adapters.zk import ZkSession
-from adapters.zookeeper_ensemble import ZooKeeperEnsemble
-from adapters.zookeeper_server import EmbeddedZooKeeper
+from adapters.zookeeper_server import EmbeddedZooKeeper, four_letter_word
 
 
 async def _until(predicate, timeout: float, what: str):
@@ -73,3 +76,71 @@ async def test_a_server_restored_from_an_older_data_dir_is_refused_until_the_cur
     finally:
         await zk.close()
         server.stop()
+
+
+async def test_a_member_behind_the_client_is_refused_and_the_client_moves_on(zk_ensemble, tmp_path):
+    """Member 3 comes back from an older copy of its data dir, cut off from its peers (it serves
+    alone, on its own port, what it had): the client, cut from the member it was on, must be
+    refused there, again and again, and take its session up on a member that is current."""
+    one, three = zk_ensemble.member(1), zk_ensemble.member(3)
+    await asyncio.to_thread(three.kill)
+    old_copy = tmp_path / "zk-3-old"
+    shutil.copytree(three.data_dir, old_copy)
+    async with TcpProxy(one.host, one.port) as proxy:
+        # member 3's port is closed: the client can only land on member 1, through the proxy
+        zk = await ZkSession.connect(f"{proxy.address},{three.connect_string}/t-behind", session_timeout_ms=60000)
+        lagging = EmbeddedZooKeeper(old_copy, port=three.port)
+        try:
+            assert zk.connection.server == proxy.address
+            for n in range(5):
+                await zk.create(f"/n{n}", b"current")
+            await zk.sync()
+            session, seen = zk.session_id, zk.last_zxid
+            await asyncio.to_thread(lagging.start)
+            assert lagging.version()  # serving, alone, from the old copy
+
+            proxy.cut()
+            await _until(lambda: not zk.connected, 10, "the client to notice the cut")
+            failures = zk.connection.handshake_failures
+            deadline = time.monotonic() + 30
+            while zk.connection.handshake_failures < failures + 3:
+                assert not zk.connected, f"accepted by {zk.connection.server}, a server behind 0x{seen:x}"
+                assert time.monotonic() < deadline, "the client stopped trying"
+                await asyncio.sleep(0.01)
+            assert zk.last_zxid == seen and zk.session_id == session and not zk.events
+
+            proxy.heal()
+            assert await asyncio.wait_for(zk.get_children("/"), 15) == [f"n{n}" for n in range(5)]
+            assert zk.connection.server == proxy.address
+            assert zk.session_id == session and not zk.events  # the same session, never expired
+        finally:
+            await zk.close()
+            await asyncio.to_thread(lagging.stop)
+
+
+def test_kctl_zookeeper_ensemble_prints_the_connect_string_and_stops_on_sigterm(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "adapters.cli", "zookeeper", "--ensemble", "3", "--port", "0",
+                             "--data-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        hosts = line.split(",")
+        assert len(hosts) == 3 and all(re.fullmatch(r"127\.0\.0\.1:\d+", h) for h in hosts), line
+        modes = sorted(four_letter_word("127.0.0.1", int(h.split(":")[1]), "srvr").split("Mode: ")[1].split()[0]
+                       for h in hosts)
+        assert modes == ["follower", "follower", "leader"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["zk-1", "zk-2", "zk-3"]
+        assert all((tmp_path / f"zk-{i}" / "myid").read_text().strip() == str(i) for i in (1, 2, 3))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ensemble", "0"], "error: --ensemble must be a number of servers from 1 to 9, got 0"),
+    (["--ensemble", "3", "--port", "65534"], "error: --port 65534 leaves no room for 3 consecutive client ports"),
+])
+def test_kctl_zookeeper_ensemble_bad_input(args, message):
+    done = subprocess.run([sys.executable, "-m", "adapters.cli", "zookeeper", *args], capture_output=True, text=True)
+    assert (done.returncode, done.stderr.strip(), done.stdout) == (2, message, "")
