@@ -18,6 +18,7 @@ without waiting (restoring quorum after two of three were down needs both JVMs u
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import shutil
@@ -39,6 +40,8 @@ QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 _SESSION_ID = re.compile(r"sid=0x([0-9a-fA-F]+)")
 
+_LAUNCHER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="zookeeper-launcher")
+
 
 class EnsembleMember(EmbeddedZooKeeper):
     """One server of an ensemble: `server_id` is its `myid`; `peers` maps every member's id
@@ -52,6 +55,13 @@ class EnsembleMember(EmbeddedZooKeeper):
                          max_session_timeout_ms=max_session_timeout_ms)
         self.server_id = server_id
         self.peers = dict(peers)
+
+    def launch(self) -> None:
+        """Forked from one thread that lives as long as the process: the JVM asks for SIGTERM
+        when its parent *thread* ends (PR_SET_PDEATHSIG), and a member restarted from a
+        short-lived worker (`asyncio.to_thread`, whose executor ends with its event loop) would
+        die with that thread."""
+        _LAUNCHER.submit(super().launch).result()
 
     def _extra_config(self) -> list[str]:
         (self.data_dir / "myid").write_text(f"{self.server_id}\n")
