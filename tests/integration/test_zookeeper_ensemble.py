@@ -235,3 +235,96 @@ async def test_sigkill_of_the_controllers_server_in_the_middle_of_a_broker_failu
 @pytest.mark.slow
 async def test_sigkill_of_the_controllers_server_in_the_middle_of_a_10000_partition_broker_failure(cluster):
     await broker_failure_with_a_server_kill(cluster, 10_000)
+
+
+async def test_sigkill_of_the_ensemble_leader(cluster):
+    holder, epoch = await cluster.start()
+    await cluster.create_topic("t", 50)
+    session = await cluster.controller_session()
+    recoveries, elections = [], []
+    for n in range(2):
+        leader = await asyncio.to_thread(cluster.ensemble.wait_leader)
+        killed = time.monotonic()
+        await asyncio.to_thread(leader.kill)
+        await asyncio.to_thread(cluster.ensemble.wait_leader, 60, leader)
+        elections.append(time.monotonic() - killed)
+        await cluster.session_member(session, not_on=leader)
+        await cluster.create_topic(f"after-{n}", 3)  # the controller acts again
+        recoveries.append(time.monotonic() - killed)
+        await asyncio.to_thread(leader.start)
+    assert await controller(cluster.admin) == (holder, epoch)
+    assert await cluster.controller_session() == session  # moved twice, never expired
+    await cluster.settle()
+    record("ensemble-leader-kill", runs=len(recoveries), election_median_s=round(_median(elections), 3),
+           election_max_s=round(max(elections), 3), controller_acting_median_s=round(_median(recoveries), 3),
+           controller_acting_max_s=round(max(recoveries), 3), controller_reported_s=cluster.reconnections(holder))
+    cluster.audit()
+
+
+async def test_quorum_lost_for_longer_than_the_session_timeout_then_restored(cluster):
+    holder, epoch = await cluster.start()
+    await cluster.create_topic("t", 50)
+    before = await partition_states(cluster.admin, "t")
+    leader = await asyncio.to_thread(cluster.ensemble.wait_leader)
+    down = [leader, next(m for m in cluster.ensemble.members if m is not leader)]
+    for member in down:
+        await asyncio.to_thread(member.kill)
+    await asyncio.sleep(SESSION_MS / 1000 + 3)
+    assert all(cluster.local.nodes[b].running() for b in BROKERS)  # nobody crashed on a lost quorum
+    restored = time.monotonic()
+    for member in down:
+        await asyncio.to_thread(member.launch)
+    await asyncio.to_thread(cluster.ensemble.wait_leader, 120)
+    quorum_back = time.monotonic() - restored
+    await wait_for(lambda: cluster._registered(BROKERS), timeout=60, what="every broker registered again")
+    new_holder, new_epoch = await wait_for(cluster._controller, timeout=60, what="one controller")
+    settle = await cluster.settle()
+    converged = time.monotonic() - restored
+    after = await partition_states(cluster.admin, "t")
+    assert all(after[tp].leader_epoch >= li.leader_epoch for tp, li in before.items())
+    assert new_epoch in (epoch, epoch + 1)  # kept its session, or exactly one election
+    assert all(cluster.local.nodes[b].running() for b in BROKERS)
+    record("quorum-loss", outage_s=SESSION_MS / 1000 + 3, quorum_back_s=round(quorum_back, 3),
+           converged_s=round(converged, 3), settle_s=round(settle, 3),
+           controller=f"{holder}@{epoch} -> {new_holder}@{new_epoch}")
+    cluster.audit()  # in particular: no write accepted from a controller that had lost its epoch
+
+
+async def test_rolling_restart_of_every_member_under_admin_load(cluster):
+    holder, epoch = await cluster.start()
+    await cluster.create_topic("base", 30)
+    session = await cluster.controller_session()
+    stop = asyncio.Event()
+    created, latencies = [], []
+
+    async def admin_load():
+        n = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            await cluster.create_topic(f"load-{n}", 2)
+            latencies.append(time.monotonic() - started)
+            created.append(f"load-{n}")
+            n += 1
+            await asyncio.sleep(0.25)  # an operator's pace, not a flood
+
+    load = asyncio.create_task(admin_load())
+    leader = await asyncio.to_thread(cluster.ensemble.wait_leader)
+    restarts = []
+    for member in [m for m in cluster.ensemble.members if m is not leader] + [leader]:  # the leader last
+        began = time.monotonic()
+        await asyncio.to_thread(member.stop)  # SIGTERM: a clean shutdown, as a rolling restart does
+        await asyncio.to_thread(member.start)  # back and synced with the leader
+        restarts.append(time.monotonic() - began)
+        await asyncio.sleep(0.5)
+    stop.set()
+    await asyncio.wait_for(load, 120)
+    assert len(created) >= 3, created
+    assert await controller(cluster.admin) == (holder, epoch)  # no controller change needed
+    assert await cluster.controller_session() == session
+    states = await partition_states(cluster.admin)
+    assert all(any(tp.topic == name for tp in states) for name in created)  # nothing lost
+    await cluster.settle()
+    record("rolling-restart", topics_created=len(created), create_median_s=round(_median(latencies), 3),
+           create_max_s=round(max(latencies), 3), member_restart_s=[round(r, 3) for r in restarts],
+           controller_reported_s=cluster.reconnections(holder))
+    cluster.audit()
