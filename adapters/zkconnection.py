@@ -248,6 +248,8 @@ class ConnectionView:
     def __init__(self) -> None:
         self.server: str | None = None  # "host:port" of the current connection
         self.connections = 0  # connections established, the first included
+        self.disconnects = 0  # connections lost (closed, reset, silent past 2/3 of the timeout)
+        self.expiries = 0  # sessions the server declared expired when we came back
         self.handshake_failures = 0  # servers that closed the handshake (behind our zxid, not serving)
         self.down_since: float | None = None  # monotonic, while disconnected
         self.disconnected_s = 0.0  # total time without a connection, since the first one
@@ -261,6 +263,7 @@ class ConnectionView:
         if self.down_since is None and self.connections:
             self.down_since = now
             self.server = None
+            self.disconnects += 1
 
     def connected(self, host: str, port: int, now: float, session_id: int | None) -> None:
         self.connections += 1
@@ -407,6 +410,7 @@ class _Session(_AiozkSession):
                 _retire(self.conn)
                 log.warning("ZooKeeper session 0x%x has expired", previous or 0)
                 self.session_id, self.password = None, b"\x00"
+                self.view.expiries += 1
                 if self.state != _States.LOST:
                     self.state.transition_to(_States.LOST)
                 self._emit(SessionEvent("expired", previous, None))

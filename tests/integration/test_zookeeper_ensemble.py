@@ -18,14 +18,17 @@ import json
 import os
 import re
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from adapters import zkdata, zkpaths
 from adapters.chaos.checks import cluster_checks, replay_local
 from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from adapters.zk import ZkSession
+from adapters.zookeeper_server import free_loopback_port
 from controller_core.values import ReplicaAssignment
 
 SESSION_MS = 6000  # the nodes' zookeeper.session.timeout.ms
@@ -42,6 +45,24 @@ def record(fault: str, **figures) -> None:
             f.write(line + "\n")
 
 
+class _Nodes(LocalCluster):
+    """Nodes that serve their metrics, each on a port picked here."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.metrics_ports = {b: free_loopback_port() for b in BROKERS}
+
+    def node_args(self, broker_id, rack=None, settings=None):
+        return super().node_args(broker_id, rack, settings) + ["--metrics-port", str(self.metrics_ports[broker_id])]
+
+
+def scrape(port: int) -> dict:
+    """{(sample name, labels): value} from a node's /metrics."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(body) for s in family.samples}
+
+
 class EnsembleCluster:
     """Three nodes on the ensemble, an admin session, and the checks every test ends with."""
 
@@ -49,7 +70,7 @@ class EnsembleCluster:
         self.ensemble = ensemble
         self.connect = connect
         self.base = base
-        self.local = LocalCluster(connect, base / "nodes", settings={
+        self.local = _Nodes(connect, base / "nodes", settings={
             "zookeeper.session.timeout.ms": str(SESSION_MS), "auto.leader.rebalance.enable": "false",
             "replica.catch.up.delay.ms": "100"})
         self.admin: ZkSession | None = None
@@ -155,6 +176,13 @@ async def test_sigkill_of_the_server_the_controller_is_on_moves_its_session(clus
     assert await cluster.controller_session() == session  # nor did its session
     own = cluster.reconnections(holder)
     assert len(own) >= 3, own
+    on = await cluster.session_member(session)
+    seen = await asyncio.to_thread(scrape, cluster.local.metrics_ports[holder])
+    assert seen[("kctl_zookeeper_connected", (("server", on.connect_string),))] == 1
+    assert seen[("kafka_server_sessionexpirelistener_zookeeperdisconnects_total", ())] == len(own)
+    assert seen[("kafka_server_sessionexpirelistener_zookeepersyncconnects_total", ())] == len(own) + 1
+    assert seen[("kafka_server_sessionexpirelistener_zookeeperexpires_total", ())] == 0
+    assert seen[("kctl_zookeeper_disconnected_seconds_total", ())] == pytest.approx(sum(own), abs=0.01)
     await cluster.settle()
     record("session-server-kill (idle)", runs=len(moves), median_s=round(_median(moves), 3),
            max_s=round(max(moves), 3), controller_reported_s=[round(x, 3) for x in own])
