@@ -144,3 +144,15 @@ def test_kctl_zookeeper_ensemble_prints_the_connect_string_and_stops_on_sigterm(
 def test_kctl_zookeeper_ensemble_bad_input(args, message):
     done = subprocess.run([sys.executable, "-m", "adapters.cli", "zookeeper", *args], capture_output=True, text=True)
     assert (done.returncode, done.stderr.strip(), done.stdout) == (2, message, "")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--zookeeper-servers", "0"], "error: --zookeeper-servers must be 1-9, got 0"),
+    (["--zookeeper-servers", "3", "--zookeeper", "127.0.0.1:2181"],
+     "error: --zookeeper-servers starts an embedded ensemble: it cannot go with --zookeeper"),
+])
+def test_kctl_chaos_zookeeper_servers_bad_input(capsys, args, message):
+    from adapters.cli import main
+
+    assert main(["chaos", "--duration", "5", *args]) == 2
+    assert capsys.readouterr().err.strip() == message
