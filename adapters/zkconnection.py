@@ -23,6 +23,15 @@ tests/adapters/test_zk.py, against the raw client):
    (adapters/zk.py) splits it and `ZkSession` applies the chroot, on every path we send and
    receive.
 
+5. When a server closes the handshake, aiozk forgets the last zxid it saw ("inconsistent zxid"),
+   and its pings and connect answers overwrite it with whatever the server says. A server behind
+   what the client has read (a follower not caught up, a member restored from an older data dir)
+   refuses a ConnectRequest whose lastZxidSeen is ahead of it (ZooKeeperServer.
+   processConnectRequest: CLIENT_ZXID_AHEAD), and that refusal is what keeps reads monotonic,
+   as in Java's ClientCnxn. Here the last zxid is the highest seen in any reply header and only
+   rises (`_ZxidMark`), across reconnects, refused handshakes and expiry; the server that
+   refused is tried last (`_Session._server_order`).
+
 Also: aiozk has no `addAuth`; we send the digest AuthRequest on every new connection (ZooKeeper
 keeps auth per connection, not per session), before any other request. And aiozk's SetWatches
 replay is switched off: after any reconnect every watched path is re-read instead
