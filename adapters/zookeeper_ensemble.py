@@ -117,12 +117,20 @@ class ZooKeeperEnsemble:
         if size < 1:
             raise ValueError(f"an ensemble needs at least one server, got {size}")
         self.base_dir = Path(base_dir).resolve()
+        self.size = size
+        self.client_port = client_port
+        self.tick_time_ms = tick_time_ms
+        self.max_session_timeout_ms = max_session_timeout_ms
+        self.started_once = False
+        self.members = self._members()
+
+    def _members(self) -> list[EnsembleMember]:
         peers = {}
-        for sid in range(1, size + 1):
-            client = client_port + sid - 1 if client_port else free_loopback_port()
+        for sid in range(1, self.size + 1):
+            client = self.client_port + sid - 1 if self.client_port else free_loopback_port()
             peers[sid] = (free_loopback_port(), free_loopback_port(), client)
-        self.members = [EnsembleMember(self.base_dir / f"zk-{sid}", sid, peers, tick_time_ms, max_session_timeout_ms)
-                        for sid in sorted(peers)]
+        return [EnsembleMember(self.base_dir / f"zk-{sid}", sid, peers, self.tick_time_ms, self.max_session_timeout_ms)
+                for sid in sorted(peers)]
 
     @property
     def connect_string(self) -> str:
@@ -136,11 +144,27 @@ class ZooKeeperEnsemble:
         return self.members[server_id - 1]
 
     def start(self, timeout: float = 60.0) -> "ZooKeeperEnsemble":
-        """Launch every member that is not running, then wait until all of them serve."""
-        for member in self.members:
-            member.launch()
-        self.wait_serving(self.members, timeout)
-        return self
+        """Launch every member that is not running, then wait until all of them serve.
+
+        Free ports are picked before the JVMs bind them, and on a busy machine another process
+        (an outgoing connection's ephemeral port) can take one meanwhile: the first start then
+        tries again, up to three times, with fresh ports for every member (chosen ports, from
+        `client_port`, are kept: a taken one is the operator's to fix)."""
+        for attempt in range(3):
+            for member in self.members:
+                member.launch()
+            try:
+                self.wait_serving(self.members, timeout)
+            except EmbeddedZooKeeperError as error:
+                taken = "Address already in use" in str(error)
+                if self.started_once or not taken or attempt == 2:
+                    raise
+                self.stop()
+                self.members = self._members()
+                continue
+            self.started_once = True
+            return self
+        raise AssertionError("unreachable")
 
     def wait_serving(self, members, timeout: float = 60.0) -> None:
         """Return once each of `members` answers `srvr` as leader or follower."""
