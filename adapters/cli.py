@@ -150,7 +150,9 @@ def _zookeeper_ensemble(args) -> int:
 
     if not 1 <= args.ensemble <= 9:
         raise UsageError(f"--ensemble must be a number of servers from 1 to 9, got {args.ensemble}")
-    if args.port and not 0 < args.port <= 65536 - args.ensemble:
+    if not 0 <= args.port < 65536:
+        raise UsageError(f"--port must be a port number 0-65535, got {args.port}")
+    if args.port and args.port > 65536 - args.ensemble:
         raise UsageError(f"--port {args.port} leaves no room for {args.ensemble} consecutive client ports")
     return serve_ensemble_forever(args.ensemble, args.port, args.data_dir)
 
