@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench soak clean
+.PHONY: demo test bench soak soak-ensemble test-ensemble-10k clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,21 @@ soak: $(STAMP)
 	{ $(VENV)/bin/kctl chaos --duration $(SOAK_SECONDS) --seed $(SEED) --partitions 1000 --nodes 5 \
 	    --out soak-out/run; echo $$? > soak-out/status; } 2>&1 | tee soak-out/soak.txt
 	exit $$(cat soak-out/status)
+
+# The same soak on an embedded three-server ZooKeeper ensemble whose members are also killed,
+# paused and restarted (kctl chaos --zookeeper-servers 3). Everything goes to soak-ensemble-out/.
+soak-ensemble: $(STAMP)
+	rm -rf soak-ensemble-out && mkdir -p soak-ensemble-out
+	{ $(VENV)/bin/kctl chaos --duration $(SOAK_SECONDS) --seed $(SEED) --partitions 1000 --nodes 5 \
+	    --zookeeper-servers 3 --out soak-ensemble-out/run; echo $$? > soak-ensemble-out/status; } 2>&1 \
+	    | tee soak-ensemble-out/soak.txt
+	exit $$(cat soak-ensemble-out/status)
+
+# The 10,000-partition broker failure with the controller's ZooKeeper server SIGKILLed in the
+# middle of its write, on a three-server ensemble (a `slow` test, not in make test).
+# KCTL_ENSEMBLE_FIGURES=FILE appends its measurements to FILE.
+test-ensemble-10k: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -s -m slow tests/integration/test_zookeeper_ensemble.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -154,9 +154,24 @@ def cmd_zookeeper(args) -> int:
 
     if not 0 <= args.port < 65536:
         raise UsageError(f"--port must be a port number 0-65535, got {args.port}")
+    if args.ensemble is not None:
+        return _zookeeper_ensemble(args)
     if args.port:
         _check_port_free(args.port)
     return serve_forever(args.port, args.data_dir)
+
+
+def _zookeeper_ensemble(args) -> int:
+    from .zookeeper_ensemble import serve_ensemble_forever
+
+    if not 1 <= args.ensemble <= 9:
+        raise UsageError(f"--ensemble must be a number of servers from 1 to 9, got {args.ensemble}")
+    if args.port and args.port > 65536 - args.ensemble:
+        raise UsageError(f"--port {args.port} leaves no room for {args.ensemble} consecutive client ports")
+    if args.port:
+        for port in range(args.port, args.port + args.ensemble):
+            _check_port_free(port)
+    return serve_ensemble_forever(args.ensemble, args.port, args.data_dir)
 
 
 def _check_port_free(port: int) -> None:
@@ -296,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=DEFAULT_ZOOKEEPER_DATA_DIR,
                    help=f"snapshots, transaction logs and the server's own logs; kept between runs "
                         f"(default {DEFAULT_ZOOKEEPER_DATA_DIR}, relative to the current directory)")
+    p.add_argument("--ensemble", type=int, default=None, metavar="N",
+                   help="run N servers of one ensemble (data dirs DATA_DIR/zk-1..N, client ports PORT..PORT+N-1, "
+                        "PORT 0: free ports) and print their connect string")
     p.set_defaults(func=cmd_zookeeper)
 
     p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")

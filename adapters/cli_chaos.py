@@ -28,6 +28,9 @@ def add_chaos_command(subparsers) -> None:
                         "temporary directory, removed when the run passes)")
     p.add_argument("--zookeeper", default=None,
                    help="use this ZooKeeper (host:port[/chroot]) instead of starting one; no ZooKeeper restarts then")
+    p.add_argument("--zookeeper-servers", type=int, default=1, metavar="N",
+                   help="embedded ZooKeeper: 1 server (default) or an ensemble of N (3 or 5), whose members are "
+                        "killed, paused and restarted among the faults")
     p.add_argument("--replay", choices=("spark", "local", "none"), default="spark",
                    help="how to audit the journals: kctl replay on Spark (default), replay.local in this process, "
                         "or not at all")
@@ -65,6 +68,10 @@ def _config(args):
                          f"got {args.session_timeout_ms}")
     if args.zookeeper is not None:
         check_connect_string(args.zookeeper)
+    if not 1 <= args.zookeeper_servers <= 9:
+        raise UsageError(f"--zookeeper-servers must be 1-9, got {args.zookeeper_servers}")
+    if args.zookeeper_servers > 1 and args.zookeeper is not None:
+        raise UsageError("--zookeeper-servers starts an embedded ensemble: it cannot go with --zookeeper")
     out = None
     if args.out is not None:
         out = Path(args.out)
@@ -74,7 +81,7 @@ def _config(args):
             raise UsageError(f"--out {args.out} is not empty (a run's journals must not mix with another's)")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big") >> 1
     return ChaosConfig(duration=args.duration, seed=seed, partitions=args.partitions, nodes=args.nodes, out=out,
-                       zookeeper=args.zookeeper, replay=args.replay, settle_timeout=args.settle_timeout,
+                       zookeeper=args.zookeeper, zookeeper_servers=args.zookeeper_servers, replay=args.replay, settle_timeout=args.settle_timeout,
                        session_timeout_ms=args.session_timeout_ms, fault_interval=args.fault_interval,
                        admin_interval=args.admin_interval, max_impaired=args.max_impaired)
 

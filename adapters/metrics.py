@@ -30,6 +30,7 @@ import math
 import re
 import socketserver
 import threading
+import time
 from typing import Iterable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -159,6 +160,13 @@ _GAUGES = (
                         "10 LeaderAndIsrResponseReceived, 14 TopicUncleanLeaderElectionEnable)"),
 )
 
+_SEL = "kafka.server:type=SessionExpireListener,name="
+_ZK_METERS = (  # Kafka's ZooKeeperClient meters, one per session state change
+    ("ZooKeeperSyncConnectsPerSec", "connections of this node's ZooKeeper session established (the first included)"),
+    ("ZooKeeperDisconnectsPerSec", "connections of this node's ZooKeeper session lost"),
+    ("ZooKeeperExpiresPerSec", "sessions of this node found expired on reconnecting"),
+)
+
 METRICS: tuple[MetricDef, ...] = (
     *(_kafka(_KC + n, "gauge", h) for n, h in _GAUGES),
     _kafka("kafka.controller:type=ControllerEventManager,name=EventQueueSize", "gauge",
@@ -173,6 +181,13 @@ METRICS: tuple[MetricDef, ...] = (
            "requests queued for (or in flight to) one broker"),
     _kafka("kafka.controller:type=ControllerChannelManager,name=TotalQueueSize", "gauge",
            "requests queued for (or in flight to) every broker"),
+    *(_kafka(_SEL + n, "counter", h) for n, h in _ZK_METERS),
+    MetricDef("kctl_zookeeper_connected", "gauge", "1 and the server (host:port) while this node's ZooKeeper "
+              "session has a connection; 0 with server=\"\" while it has none", labels=("server",)),
+    MetricDef("kctl_zookeeper_disconnected_seconds_total", "counter",
+              "time this node's ZooKeeper client spent without a connection since its first one (s)"),
+    MetricDef("kctl_zookeeper_handshake_failures_total", "counter",
+              "servers that closed the session handshake: behind the last zxid this client saw, or not serving"),
     MetricDef("kctl_controller_events_total", "counter", "events decided, by event type", labels=("event",)),
     MetricDef("kctl_controller_leader_elections_total", "counter",
               "partitions that got a new leader by an election (OfflinePartition or OnlinePartition -> OnlinePartition)"),
@@ -442,6 +457,27 @@ class NodeCollector(Collector):
         d = metric("TotalQueueSize")
         yield GaugeMetricFamily(d.name, d.help, value=sum(sizes.values()))
         yield from self._kctl(loop, state, active, counts, executor)
+        yield from self._zookeeper(getattr(node, "zk", None))
+
+    def _zookeeper(self, zk) -> Iterable[Metric]:
+        """The node's ZooKeeper client as it sees its connection (adapters/zkconnection.py's
+        ConnectionView; plain numbers read from the loop's thread without a lock)."""
+        view = zk.connection if zk is not None else None
+        for name, attr in (("ZooKeeperSyncConnectsPerSec", "connections"), ("ZooKeeperDisconnectsPerSec", "disconnects"),
+                           ("ZooKeeperExpiresPerSec", "expiries")):
+            d = metric(name)
+            yield CounterMetricFamily(d.name, d.help, value=getattr(view, attr, 0))
+        defs = {d.name: d for d in METRICS if d.name.startswith("kctl_zookeeper_")}
+        d = defs["kctl_zookeeper_connected"]
+        family = GaugeMetricFamily(d.name, d.help, labels=d.labels)
+        server = view.server if view is not None else None
+        family.add_metric([server or ""], 1 if server else 0)
+        yield family
+        d = defs["kctl_zookeeper_disconnected_seconds_total"]
+        yield CounterMetricFamily(d.name, d.help,
+                                  value=view.seconds_without_connection(time.monotonic()) if view is not None else 0.0)
+        d = defs["kctl_zookeeper_handshake_failures_total"]
+        yield CounterMetricFamily(d.name, d.help, value=getattr(view, "handshake_failures", 0))
 
     def _kctl(self, loop, state, active, counts: ClusterCounts, executor) -> Iterable[Metric]:
         defs = {d.name: d for d in METRICS if d.jmx is None}

@@ -234,6 +234,17 @@ class ZkSession:
     def chroot(self) -> str | None:
         return self._chroot or None
 
+    @property
+    def connection(self):
+        """The client's view of its connection (adapters/zkconnection.py's ConnectionView): the
+        server it is on, reconnections, time without a connection."""
+        return self._session.view
+
+    @property
+    def last_zxid(self) -> int:
+        """The highest zxid seen in any answer; a server behind it refuses this client."""
+        return self._session.last_zxid
+
     def on_session_change(self, callback: Callable[[SessionEvent], None]) -> Subscription:
         """Call `callback(SessionEvent)` (soon, on the loop) when the session expires and when a
         new one replaces it. The callback must only enqueue."""
@@ -287,6 +298,24 @@ class ZkSession:
             return full_path[len(self._chroot):] or "/"
         return full_path
 
+    # -- reading back after a lost answer ----------------------------------------------------
+
+    async def sync(self) -> None:
+        """ZooKeeper's sync: the server this client is on catches up with the leader before
+        answering, so the reads that follow see every write the quorum committed before it."""
+        await self._call(_proto.SyncRequest(path=self._abs("/")), "/", write=False)
+
+    async def sync_after_loss(self) -> None:
+        """Before reading back a write whose answer was lost with the connection: on an ensemble
+        the reconnect may land on a follower that has not applied that write yet (our last zxid
+        does not cover it: its answer never came), and the read-back would wrongly say it did
+        not land. A sync closes that window; if it fails the read-back still runs (and the
+        session's own errors surface there)."""
+        try:
+            await self.sync()
+        except ZkError as error:
+            log.info("sync before a read-back failed: %r", error)
+
     # -- single operations -----------------------------------------------------------------
 
     async def _call(self, request: _Request, path: str | None, write: bool, bound: bool = True):
@@ -316,6 +345,7 @@ class ZkSession:
                 if isinstance(op, Create) and op.sequential:
                     raise
                 log.info("answer to a write on %s lost with the connection: reading it back", op.path)
+                await self.sync_after_loss()
             try:
                 data, stat = await self._read(_GET_DATA, op.path, bound=True)
             except NoNode:
@@ -497,7 +527,11 @@ class ZkSession:
         wire_ops = ops if epoch_zk_version is None else [Check(CONTROLLER_EPOCH_PATH, epoch_zk_version), *ops]
         request = self._multi_request(wire_ops)
         _check_size(request, ops[0].path)
-        results = await self._call(request, None, write=True)
+        try:
+            results = await self._call(request, None, write=True)
+        except ConnectionLost:
+            await self.sync_after_loss()  # the caller's read-back must see the multi if it committed
+            raise
         failed = next(((i, r.code) for i, r in enumerate(results)
                        if isinstance(r, _OpError) and r.code not in (0, -2)), None)
         if failed is None:
@@ -657,6 +691,8 @@ class ZkSession:
             pending = {}
             if not suspects:
                 continue
+            if any(unknown for _, unknown in suspects):
+                await self.sync_after_loss()
             current = await self.get_many([path for chunk, _ in suspects for path, _ in chunk])
             for chunk, unknown in suspects:
                 if unknown and all(_landed(item, current[item[0]]) for item in chunk):

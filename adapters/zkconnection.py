@@ -23,6 +23,15 @@ tests/adapters/test_zk.py, against the raw client):
    (adapters/zk.py) splits it and `ZkSession` applies the chroot, on every path we send and
    receive.
 
+5. When a server closes the handshake, aiozk forgets the last zxid it saw ("inconsistent zxid"),
+   and its pings and connect answers overwrite it with whatever the server says. A server behind
+   what the client has read (a follower not caught up, a member restored from an older data dir)
+   refuses a ConnectRequest whose lastZxidSeen is ahead of it (ZooKeeperServer.
+   processConnectRequest: CLIENT_ZXID_AHEAD), and that refusal is what keeps reads monotonic,
+   as in Java's ClientCnxn. Here the last zxid is the highest seen in any reply header and only
+   rises (`_ZxidMark`), across reconnects, refused handshakes and expiry; the server that
+   refused is tried last (`_Session._server_order`).
+
 Also: aiozk has no `addAuth`; we send the digest AuthRequest on every new connection (ZooKeeper
 keeps auth per connection, not per session), before any other request. And aiozk's SetWatches
 replay is switched off: after any reconnect every watched path is re-read instead
@@ -72,12 +81,28 @@ def _consume(future: asyncio.Future) -> None:
 # aiozk patches: connection and session
 
 
+class _ZxidMark:
+    """The highest zxid the client has seen in any reply, shared by all its connections.
+
+    Java's ClientCnxn keeps `lastZxid` for the life of the handle and sends it in every
+    ConnectRequest; ZooKeeperServer.processConnectRequest closes the connection of a client whose
+    last zxid is ahead of its own database (CLIENT_ZXID_AHEAD), so a client never reads from a
+    server behind what it has already seen. The mark only rises: reconnects, refused handshakes
+    and session expiry leave it where it is."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class _Connection(_AiozkConnection):
     """aiozk's connection, reporting EOF at once and reading whole frames without wait_for."""
 
-    def __init__(self, host, port, watch_handler, on_lost=None):
+    def __init__(self, host, port, watch_handler, on_lost=None, zxid_mark: _ZxidMark | None = None):
         super().__init__(host, port, watch_handler=watch_handler, read_timeout=None)
         self._on_lost = on_lost
+        self.zxid_mark = zxid_mark if zxid_mark is not None else _ZxidMark()
         self.last_rx = time.monotonic()
         self._outbox: list[bytes] = []
         self._flush_scheduled = False
@@ -147,6 +172,9 @@ class _Connection(_AiozkConnection):
 
     def _dispatch(self, buf: bytearray, start: int, end: int) -> None:
         xid, zxid, err = _REPLY_HEADER.unpack_from(buf, start)
+        mark = self.zxid_mark
+        if zxid > mark.value:  # every reply header counts, errors and pings too (as in Java)
+            mark.value = zxid
         body = start + _REPLY_HEADER.size
         if xid == _WATCH_XID:
             self.watch_handler(_proto.WatchEvent.deserialize(bytes(buf[body:end])))
@@ -191,6 +219,8 @@ class _Connection(_AiozkConnection):
         if initial_connect:
             return None, None, _proto.ConnectResponse.deserialize(frame)
         xid, zxid, err = _REPLY_HEADER.unpack_from(frame)
+        if zxid > self.zxid_mark.value:
+            self.zxid_mark.value = zxid
         if xid == _WATCH_XID:
             return xid, zxid, _proto.WatchEvent.deserialize(frame[_REPLY_HEADER.size:])
         opcode = self.opcode_xref.pop(xid, None)
@@ -242,6 +272,50 @@ def definite_failure(host: str, error: BaseException) -> str | None:
     return None
 
 
+class ConnectionView:
+    """What the client knows of its own connection, for metrics and logs (adapters/metrics.py
+    reads it): the server it is on, how often it reconnected, how long it was without one.
+
+    Updated by `_Session.repair_loop` only; `down_since` is set while there is no connection."""
+
+    def __init__(self) -> None:
+        self.server: str | None = None  # "host:port" of the current connection
+        self.connections = 0  # connections established, the first included
+        self.disconnects = 0  # connections lost (closed, reset, silent past 2/3 of the timeout)
+        self.expiries = 0  # sessions the server declared expired when we came back
+        self.handshake_failures = 0  # servers that closed the handshake (behind our zxid, not serving)
+        self.down_since: float | None = None  # monotonic, while disconnected
+        self.disconnected_s = 0.0  # total time without a connection, since the first one
+        self.last_outage_s = 0.0
+
+    @property
+    def reconnections(self) -> int:
+        return max(0, self.connections - 1)
+
+    def disconnected(self, now: float) -> None:
+        if self.down_since is None and self.connections:
+            self.down_since = now
+            self.server = None
+            self.disconnects += 1
+
+    def connected(self, host: str, port: int, now: float, session_id: int | None) -> None:
+        self.connections += 1
+        self.server = f"{host}:{port}"
+        if self.down_since is not None:
+            self.last_outage_s = now - self.down_since
+            self.disconnected_s += self.last_outage_s
+            self.down_since = None
+            log.info("ZooKeeper connection to %s (session 0x%x): reconnection %d after %.3f s without a "
+                     "connection", self.server, session_id or 0, self.reconnections, self.last_outage_s)
+        else:
+            log.info("ZooKeeper connection to %s (session 0x%x)", self.server, session_id or 0)
+
+    def seconds_without_connection(self, now: float) -> float:
+        """Total time without a connection, the current outage included."""
+        current = now - self.down_since if self.down_since is not None else 0.0
+        return self.disconnected_s + current
+
+
 class _SessionRejected(Exception):
     """The server answered our reconnect with session id 0: the session is dead."""
 
@@ -267,11 +341,33 @@ class _Session(_AiozkSession):
         # restarts refuses connections for a while, and then the session waits for it.
         self.unreachable: asyncio.Future | None = None
         self._round_failures: dict[tuple, str | None] = {}  # this round's connect failures, definite or not
+        self.refused_at: dict[tuple[str, int], float] = {}  # server -> when its handshake last failed
+        self.view = ConnectionView()
+
+    # -- the last zxid seen: only ever rises (see _ZxidMark) ---------------------------------
+
+    @property
+    def last_zxid(self) -> int:
+        return self._zxid_mark().value
+
+    @last_zxid.setter
+    def last_zxid(self, zxid: int | None) -> None:
+        # aiozk's __init__ assigns None; anything lower than the mark is ignored, never a reset
+        mark = self._zxid_mark()
+        if zxid and zxid > mark.value:
+            mark.value = zxid
+
+    def _zxid_mark(self) -> _ZxidMark:
+        mark = self.__dict__.get("zxid_mark")
+        if mark is None:
+            mark = self.__dict__["zxid_mark"] = _ZxidMark()
+        return mark
 
     # -- connections -----------------------------------------------------------------------
 
     async def make_connection(self, host, port):
-        conn = _Connection(host, port, watch_handler=self.event_dispatch, on_lost=self._connection_lost)
+        conn = _Connection(host, port, watch_handler=self.event_dispatch, on_lost=self._connection_lost,
+                           zxid_mark=self._zxid_mark())
         try:
             await asyncio.wait_for(conn.connect(), max(self.timeout, 1.0))
         except Exception as error:  # refused, timed out, server not serving yet
@@ -286,7 +382,7 @@ class _Session(_AiozkSession):
         delay = 0.02
         while True:
             self._round_failures = {}
-            for host, port in random.sample(self.hosts, len(self.hosts)):
+            for host, port in self._server_order():
                 conn = await self.make_connection(host, port)
                 if conn is None:
                     continue
@@ -308,6 +404,12 @@ class _Session(_AiozkSession):
         reasons = [self._round_failures.get((host, port)) for host, port in self.hosts]
         if reasons and all(reasons):
             future.set_result([(f"{host}:{port}", reason) for (host, port), reason in zip(self.hosts, reasons)])
+
+    def _server_order(self) -> list[tuple[str, int]]:
+        """The servers in random order, those whose handshake failed last at the end (Java's
+        client likewise moves on to the next server of its list after a refusal)."""
+        shuffled = random.sample(self.hosts, len(self.hosts))
+        return sorted(shuffled, key=lambda server: self.refused_at.get(tuple(server), 0.0))
 
     def _connection_lost(self, conn: _Connection) -> None:
         log.info("connection to %s:%s closed by the server", conn.host, conn.port)
@@ -345,6 +447,7 @@ class _Session(_AiozkSession):
             await self.state.wait_for(_States.SUSPENDED, _States.LOST)
             if self.closing:
                 break
+            self.view.disconnected(time.monotonic())
             _retire(self.conn)
             await self.find_server(allow_read_only=False)
             previous = self.session_id
@@ -359,23 +462,31 @@ class _Session(_AiozkSession):
                 _retire(self.conn)
                 log.warning("ZooKeeper session 0x%x has expired", previous or 0)
                 self.session_id, self.password = None, b"\x00"
+                self.view.expiries += 1
                 if self.state != _States.LOST:
                     self.state.transition_to(_States.LOST)
                 self._emit(SessionEvent("expired", previous, None))
                 continue
             except (asyncio.TimeoutError, ConnectionError, OSError, _zexc.ZKError, _ServerError) as error:
-                log.info("cannot (re)establish the session on %s:%s: %r", self.conn.host, self.conn.port, error)
+                # A server behind our last zxid closes the connection here (CLIENT_ZXID_AHEAD), as
+                # does one not serving yet. The zxid is kept: another server, or this one once it
+                # has caught up, will take us.
+                log.info("cannot (re)establish the session on %s:%s (our last zxid 0x%x; a server "
+                         "behind it refuses us): %r", self.conn.host, self.conn.port, self.last_zxid, error)
+                self.refused_at[(self.conn.host, self.conn.port)] = time.monotonic()
+                self.view.handshake_failures += 1
                 _retire(self.conn)
-                self.last_zxid = 0  # a server with a fresh database refuses clients that saw later zxids
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 0.5)
                 continue
             backoff = 0.02
+            self.refused_at.pop((self.conn.host, self.conn.port), None)
             new_session = self.session_id != previous
             if new_session:
                 self.generation += 1
             self.state.transition_to(_States.CONNECTED)
             self.set_heartbeat()
+            self.view.connected(self.conn.host, self.conn.port, time.monotonic(), self.session_id)
             if new_session:
                 log.info("ZooKeeper session 0x%x established (timeout %.1fs)", self.session_id, self.timeout)
                 old, self.last_session_id = self.last_session_id, self.session_id
@@ -468,8 +579,6 @@ class _Session(_AiozkSession):
                     raise ConnectionLost(getattr(request, "path", None),
                                          "connection lost with the request in flight: outcome unknown") from None
                 continue
-            if zxid and zxid > (self.last_zxid or 0):
-                self.last_zxid = zxid
             return response
 
     async def send_many(self, requests: Sequence[_Request], generation: int | None,
@@ -485,21 +594,17 @@ class _Session(_AiozkSession):
             conn = self.conn
             retry: list[int] = []
             inflight: collections.deque = collections.deque()
-            max_zxid = 0
 
             async def collect() -> None:
-                nonlocal max_zxid
                 index, future = inflight.popleft()
                 try:
-                    zxid, response = await future
+                    _, response = await future
                 except _ServerError as error:
                     results[index] = error
                 except _zexc.ConnectError:
                     retry.append(index)
                 else:
                     results[index] = response
-                    if zxid and zxid > max_zxid:
-                        max_zxid = zxid
 
             for index in todo:
                 if len(inflight) >= window:
@@ -507,8 +612,6 @@ class _Session(_AiozkSession):
                 inflight.append((index, conn.send(requests[index], xid=self._next_xid())))
             while inflight:
                 await collect()
-            if max_zxid > (self.last_zxid or 0):
-                self.last_zxid = max_zxid
             if retry:
                 self._lose(conn)
             todo = sorted(retry)

@@ -149,6 +149,7 @@ class EmbeddedZooKeeper:
     """
 
     host = "127.0.0.1"
+    main_class = MAIN_CLASS  # an ensemble member runs QuorumPeerMain (adapters/zookeeper_ensemble.py)
 
     def __init__(self, data_dir: str | os.PathLike, port: int = 0, tick_time_ms: int = 500,
                  max_session_timeout_ms: int = 60000):
@@ -189,6 +190,7 @@ class EmbeddedZooKeeper:
                 "4lw.commands.whitelist=*",
                 "autopurge.snapRetainCount=3",
                 "autopurge.purgeInterval=1",
+                *self._extra_config(),
                 "",
             ])
         )
@@ -209,6 +211,10 @@ class EmbeddedZooKeeper:
             ])
         )
 
+    def _extra_config(self) -> list[str]:
+        """More zoo.cfg lines (an ensemble member's quorum); none for a standalone server."""
+        return []
+
     def command(self) -> list[str]:
         return [
             java_executable(),
@@ -217,7 +223,7 @@ class EmbeddedZooKeeper:
             f"-Dzookeeper.log.dir={self.data_dir}",
             "-cp",
             zookeeper_classpath(),
-            MAIN_CLASS,
+            self.main_class,
             str(self.config_file),
         ]
 
@@ -238,18 +244,7 @@ class EmbeddedZooKeeper:
         """Launch the JVM and return once the server answers `ruok` with `imok` and serves."""
         if self.is_running():
             return self
-        self._write_config()
-        self._java_out = open(self.java_out_file, "ab")
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._java_out,
-            stderr=subprocess.STDOUT,
-            cwd=self.data_dir,
-            start_new_session=True,
-            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
-        )
-        self._paused = False
+        self.launch()
         deadline = time.monotonic() + timeout
         while True:
             if self._proc.poll() is not None:
@@ -268,6 +263,25 @@ class EmbeddedZooKeeper:
                     f"{self._log_tails()}"
                 )
             time.sleep(0.05)
+
+    def launch(self) -> None:
+        """Start the JVM without waiting for it to serve (an ensemble member cannot serve
+        before a quorum of its peers is up: adapters/zookeeper_ensemble.py launches them all,
+        then waits)."""
+        if self.is_running():
+            return
+        self._write_config()
+        self._java_out = open(self.java_out_file, "ab")
+        self._proc = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._java_out,
+            stderr=subprocess.STDOUT,
+            cwd=self.data_dir,
+            start_new_session=True,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        self._paused = False
 
     def _log_tails(self) -> str:
         return (f"--- {self.java_out_file} ---\n{_tail(self.java_out_file)}\n"

@@ -32,3 +32,32 @@ def zk_connect(zk_server, request) -> str:
     sharing the server never see each other's znodes. The chroot is created on connect."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:48]
     return f"{zk_server.connect_string}/t-{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def zk_ensemble_shared(tmp_path_factory):
+    """A three-server ZooKeeper ensemble (adapters/zookeeper_ensemble.py), started on first use
+    and shared by every test that asks for it: three JVMs cost too much to start per test."""
+    from adapters.zookeeper_ensemble import ZooKeeperEnsemble
+
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("ensemble"), size=3)
+    ensemble.start(timeout=120)
+    yield ensemble
+    ensemble.stop()
+
+
+@pytest.fixture
+def zk_ensemble(zk_ensemble_shared):
+    """The shared ensemble, whole again after the test: members a test killed, stopped or
+    paused are resumed or restarted (same ports and data dirs) and serving."""
+    yield zk_ensemble_shared
+    for member in zk_ensemble_shared.members:
+        member.resume()
+    zk_ensemble_shared.start(timeout=120)
+
+
+@pytest.fixture
+def zk_ensemble_connect(zk_ensemble, request) -> str:
+    """The ensemble's connect string (all three servers) with a chroot of the test's own."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:48]
+    return f"{zk_ensemble.connect_string}/t-{name}-{uuid.uuid4().hex[:8]}"

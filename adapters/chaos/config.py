@@ -19,6 +19,7 @@ class ChaosConfig:
     nodes: int = 5
     out: Path | None = None  # chaos.json, journals, logs; None: a temporary directory
     zookeeper: str | None = None  # an existing ensemble (host:port[/chroot]); None: embedded
+    zookeeper_servers: int = 1  # embedded: one server, or an ensemble of this many (members faulted too)
     replay: str = "spark"  # the journals' audit: "spark" (kctl replay), "local" (replay.local), "none"
     settle_timeout: float = 180.0
     session_timeout_ms: int = 3000

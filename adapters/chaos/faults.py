@@ -16,6 +16,12 @@ moment is up to the cluster.
 | proxy-delay | 50 to 650 ms added each way on the node's link to ZooKeeper, for 2 to 8 s |
 | proxy-cut | the node's link is reset and refused for 0.5 s to 2 session timeouts (half the time the controller's) |
 | proxy-blackhole | the node's link forwards nothing for 1 to 3 session timeouts, packets silently held (half the time the controller's) |
+| member-kill | (ensemble mode) SIGKILL one ZooKeeper member (half the time the one the controller's session is on, else any; the leader among them), down 0.5 s to 2 session timeouts, restarted |
+| member-pause | (ensemble mode) SIGSTOP one member for 1 to 3 session timeouts (its clients hear nothing; a paused leader is replaced), then SIGCONT |
+| member-restart | (ensemble mode) SIGTERM one member and start it again on the same data dir |
+
+In ensemble mode `zk-restart` is not drawn, and one member at a time is faulted, so a quorum
+always remains (quorum loss is tests/integration/test_zookeeper_ensemble.py's business).
 """
 from __future__ import annotations
 
@@ -43,6 +49,7 @@ WEIGHTS = {
     "proxy-cut": 2,
     "proxy-blackhole": 1,
 }
+ENSEMBLE_WEIGHTS = {"member-kill": 2, "member-pause": 1, "member-restart": 1}
 SETTLE_AFTER = 2.0  # seconds a node stays claimed after its fault is undone (it re-registers)
 
 
@@ -77,6 +84,11 @@ class Faults:
         weights = dict(kinds or WEIGHTS)
         if not fleet.embedded:
             weights.pop("zk-restart", None)  # not ours to restart
+        if fleet.ensemble is not None:
+            weights.pop("zk-restart", None)  # the members are restarted one by one instead
+            if kinds is None:
+                weights.update(ENSEMBLE_WEIGHTS)
+        self._member_busy = False
         self.kinds = sorted(weights)
         self.weights = [weights[k] for k in self.kinds]
         self.session_s = fleet.config.session_timeout_ms / 1000
@@ -246,6 +258,72 @@ class Faults:
             self.fleet.proxies[b].blackhole()
             return "black hole"
         await self._proxy(d, act, self.session_s * (1 + 2 * d.hold), controller_first=True)
+
+    # -- ensemble members ----------------------------------------------------------------------
+
+    async def _member(self, d: Draw):
+        """The member to break (None: skip): by `d.amount`, half the time the one holding the
+        controller's session, otherwise one picked by `d.pick`."""
+        ensemble = self.fleet.ensemble
+        if self._member_busy:
+            self.skipped[f"{d.kind}: a member is already down"] += 1
+            return None
+        members = ensemble.members
+        member = members[min(int(d.pick * len(members)), len(members) - 1)]
+        if d.amount < 0.5:
+            try:
+                stat = await self.zk.exists("/controller")
+            except ZkError:
+                stat = None
+            if stat is not None:
+                holding = await asyncio.to_thread(ensemble.member_with_session, stat.ephemeral_owner)
+                member = holding or member
+        return member
+
+    @contextlib.asynccontextmanager
+    async def _member_claimed(self):
+        self._member_busy = True
+        try:
+            yield
+        finally:
+            self._member_busy = False
+
+    async def _member_kill(self, d: Draw) -> None:
+        member = await self._member(d)
+        if member is None:
+            return
+        async with self._member_claimed():
+            hold = 0.5 + 2 * self.session_s * d.hold
+            mode = await asyncio.to_thread(member.mode)
+            await self.fleet.kill_member(member)
+            self._injected(d.kind, None, f"ZooKeeper member {member.server_id} ({mode}) SIGKILLed for {hold:.1f} s")
+            await asyncio.sleep(hold)
+            back = await self.fleet.start_member(member)
+            self.record("member-back", d.kind, detail=f"member {member.server_id} serving {back:.1f} s after its start")
+
+    async def _member_pause(self, d: Draw) -> None:
+        member = await self._member(d)
+        if member is None:
+            return
+        async with self._member_claimed():
+            hold = self.session_s * (1 + 2 * d.hold)
+            mode = await asyncio.to_thread(member.mode)
+            await self.fleet.pause_member(member)
+            self._injected(d.kind, None, f"ZooKeeper member {member.server_id} ({mode}) SIGSTOPped for {hold:.1f} s")
+            try:
+                await asyncio.sleep(hold)
+            finally:
+                await self.fleet.resume_member(member)
+
+    async def _member_restart(self, d: Draw) -> None:
+        member = await self._member(d)
+        if member is None:
+            return
+        async with self._member_claimed():
+            mode = await asyncio.to_thread(member.mode)
+            self._injected(d.kind, None, f"ZooKeeper member {member.server_id} ({mode}) restarted")
+            took = await self.fleet.restart_member(member)
+            self.record("member-back", d.kind, detail=f"member {member.server_id} serving {took:.1f} s after its stop")
 
     def _injected(self, kind: str, node: int | None, detail: str) -> None:
         self.injected[kind] += 1

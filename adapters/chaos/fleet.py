@@ -11,6 +11,11 @@ run on the same loop: a blocked loop would partition every node at once):
 `restart_zookeeper`, and the proxies' `set_delay`/`cut`/`blackhole`/`heal`. `heal_all()` undoes
 everything at once.
 
+Ensemble mode (`zookeeper_servers` > 1): an embedded ensemble (adapters/zookeeper_ensemble.py)
+instead of one server; each node then has one proxy per member (a `ProxyGroup`, faulted as one
+link) and a connect string listing them all, and the members themselves are killed, paused and
+restarted (`kill_member`, `pause_member`/`resume_member`, `restart_member`).
+
 A node that exits when the harness did not ask it to is recorded in `unexpected_exits` (with
 the tail of its log) and started again, as a supervisor would.
 """
@@ -23,11 +28,13 @@ import logging
 import signal
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 from ..cluster import LocalCluster, NodeProcess
 from ..tcpproxy import TcpProxy
 from ..zk import ZkSession, force_expire, parse_connect_string
+from ..zookeeper_ensemble import EnsembleMember, ZooKeeperEnsemble
 from ..zookeeper_server import EmbeddedZooKeeper
 from .config import ChaosConfig
 
@@ -47,12 +54,53 @@ class _ProxiedNodes(LocalCluster):
         return args
 
 
+class ProxyGroup:
+    """One node's link to an ensemble: a proxy per member, delayed, cut and healed together."""
+
+    def __init__(self, proxies: list[TcpProxy]):
+        self.proxies = proxies
+
+    @property
+    def address(self) -> str:
+        return ",".join(p.address for p in self.proxies)
+
+    @property
+    def counts(self) -> Counter:
+        total: Counter = Counter()
+        for p in self.proxies:
+            total.update(p.counts)
+        return total
+
+    def set_delay(self, seconds: float) -> None:
+        for p in self.proxies:
+            p.set_delay(seconds)
+
+    def cut(self) -> None:
+        for p in self.proxies:
+            p.cut()
+
+    def blackhole(self) -> None:
+        for p in self.proxies:
+            p.blackhole()
+
+    def heal(self) -> None:
+        for p in self.proxies:
+            p.heal()
+
+    async def close(self) -> None:
+        for p in self.proxies:
+            await p.close()
+
+
 class Fleet:
     def __init__(self, config: ChaosConfig, base: Path):
         self.config = config
         self.base = base
         self.ids = list(range(1, config.nodes + 1))
         self.zk_server: EmbeddedZooKeeper | None = None
+        self.ensemble: ZooKeeperEnsemble | None = None
+        self.members_down: set[int] = set()  # ensemble members killed, stopped or paused right now
+        self._member_tasks: set[asyncio.Future] = set()
         self.zk_host = ""
         self.zk_port = 0
         self.chroot = ""
@@ -72,16 +120,27 @@ class Fleet:
         return self.config.zookeeper is None
 
     @property
+    def hosts(self) -> str:
+        """Every ZooKeeper server, as a connect string without chroot."""
+        if self.ensemble is not None:
+            return self.ensemble.connect_string
+        return f"{self.zk_host}:{self.zk_port}"
+
+    @property
     def direct(self) -> str:
         """The harness's own connect string (no proxy)."""
-        return f"{self.zk_host}:{self.zk_port}{self.chroot}"
+        return f"{self.hosts}{self.chroot}"
 
     @property
     def journals(self) -> Path:
         return self.base / "nodes"
 
     async def start(self) -> None:
-        if self.config.zookeeper is None:
+        if self.config.zookeeper is None and self.config.zookeeper_servers > 1:
+            self.ensemble = ZooKeeperEnsemble(self.base / "zookeeper", size=self.config.zookeeper_servers)
+            await asyncio.to_thread(self.ensemble.start, 120)
+            self.chroot = "/chaos"
+        elif self.config.zookeeper is None:
             self.zk_server = EmbeddedZooKeeper(self.base / "zookeeper")
             await asyncio.to_thread(self.zk_server.start)
             self.zk_host, self.zk_port = self.zk_server.host, self.zk_server.port
@@ -93,7 +152,11 @@ class Fleet:
             # a fresh chroot under the given one: a shared ensemble keeps other clusters apart
             self.chroot = f"{chroot or ''}/kctl-chaos-{self.config.seed}-{uuid.uuid4().hex[:8]}"
         for b in self.ids:
-            self.proxies[b] = await TcpProxy(self.zk_host, self.zk_port, name=f"proxy-{b}").start()
+            if self.ensemble is not None:
+                self.proxies[b] = ProxyGroup([await TcpProxy(m.host, m.port, name=f"proxy-{b}-zk{m.server_id}").start()
+                                              for m in self.ensemble.members])
+            else:
+                self.proxies[b] = await TcpProxy(self.zk_host, self.zk_port, name=f"proxy-{b}").start()
         connects = {b: f"{p.address}{self.chroot}" for b, p in self.proxies.items()}
         self.nodes = _ProxiedNodes(connects, self.journals, self.config.node_settings())
         for b in self.ids:
@@ -119,6 +182,9 @@ class Fleet:
             await proxy.close()
         if self.zk_server is not None:
             await asyncio.to_thread(self.zk_server.stop)
+        if self.ensemble is not None:
+            await asyncio.gather(*self._member_tasks, return_exceptions=True)
+            await asyncio.to_thread(self.ensemble.stop)
 
     async def stop_nodes(self) -> None:
         """SIGKILL every node (the journals are complete up to their last fsync)."""
@@ -188,7 +254,7 @@ class Fleet:
         session = self.session_of(b)
         if session is None:
             return None
-        await force_expire(f"{self.zk_host}:{self.zk_port}", *session, timeout=15)
+        await force_expire(self.hosts, *session, timeout=15)
         return session[0]
 
     async def restart_zookeeper(self) -> float:
@@ -204,6 +270,43 @@ class Fleet:
                 self.zookeeper_down = False
         return time.monotonic() - started
 
+    # -- ensemble member faults ------------------------------------------------------------------
+    # Each runs the blocking part in a thread that a cancelled caller cannot stop (`heal_all`
+    # waits for them), as `restart_zookeeper` does.
+
+    async def _member_op(self, fn, *args):
+        task = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        self._member_tasks.add(task)
+        task.add_done_callback(self._member_tasks.discard)
+        return await asyncio.shield(task)
+
+    async def kill_member(self, member: EnsembleMember) -> None:
+        self.members_down.add(member.server_id)
+        await self._member_op(member.kill)
+
+    async def start_member(self, member: EnsembleMember) -> float:
+        """Start a stopped member; seconds until it serves again (synced with the leader)."""
+        started = time.monotonic()
+        await self._member_op(member.start, 120)
+        self.members_down.discard(member.server_id)
+        return time.monotonic() - started
+
+    async def restart_member(self, member: EnsembleMember) -> float:
+        """SIGTERM and start again; seconds from the stop until it serves."""
+        started = time.monotonic()
+        self.members_down.add(member.server_id)
+        await self._member_op(member.stop)
+        await self.start_member(member)
+        return time.monotonic() - started
+
+    async def pause_member(self, member: EnsembleMember) -> None:
+        self.members_down.add(member.server_id)
+        await self._member_op(member.pause)
+
+    async def resume_member(self, member: EnsembleMember) -> None:
+        await self._member_op(member.resume)
+        self.members_down.discard(member.server_id)
+
     # -- healing ---------------------------------------------------------------------------------
 
     async def heal_all(self) -> None:
@@ -215,6 +318,12 @@ class Fleet:
             self.zookeeper_down = False
         if self.zk_server is not None and not self.zk_server.is_running():
             await asyncio.to_thread(self.zk_server.start, 60)
+        if self.ensemble is not None:
+            await asyncio.gather(*self._member_tasks, return_exceptions=True)
+            for member in self.ensemble.members:
+                await asyncio.to_thread(member.resume)
+            await asyncio.to_thread(self.ensemble.start, 120)
+            self.members_down.clear()
         for b in self.ids:
             if b in self.paused:
                 self.resume(b)

@@ -249,7 +249,8 @@ class Run:
             "partitions_at_end": sum(len(a) for a in view.assignments.values()) if view else None,
             "topics_at_end": len(view.assignments) if view else None,
             "session_timeout_ms": cfg.session_timeout_ms,
-            "zookeeper": "embedded" if self.fleet.embedded else cfg.zookeeper,
+            "zookeeper": ("embedded" if cfg.zookeeper_servers == 1 else f"embedded ensemble of {cfg.zookeeper_servers}")
+            if self.fleet.embedded else cfg.zookeeper,
             "replay_mode": cfg.replay,
             "faults": dict(sorted(self.faults.injected.items())),
             "faults_skipped": dict(sorted(self.faults.skipped.items())),
