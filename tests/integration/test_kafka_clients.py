@@ -202,3 +202,104 @@ def _outcome(future):
         return None
     except KafkaException as exc:
         return exc.args[0].code()
+
+
+async def test_admin_client_elects_preferred_and_unclean_leaders(zk_connect, tmp_path, admin):
+    settings = {"zookeeper.session.timeout.ms": str(SESSION_MS), "auto.leader.rebalance.enable": "false",
+                "replica.catch.up.delay.ms": "100", "replica.lag.time.max.ms": "1000"}
+    with LocalCluster(zk_connect, tmp_path, settings=settings) as local:
+        port_of = await start(local, admin)
+        holder, _ = await controller(admin)
+        others = [b for b in (1, 2, 3) if b != holder]
+        p, q = others  # neither is the controller: killing them keeps the controller in place
+        await admin.create(zkpaths.topic("e"), zkdata.encode_topic_assignment(
+            {0: ReplicaAssignment((p, q, holder)), 1: ReplicaAssignment((holder, p, q))}))
+        await admin.create(zkpaths.topic("u"), zkdata.encode_topic_assignment({0: ReplicaAssignment((q, p))}))
+        await wait_for(lambda: _isr_size(admin, TopicPartition("e", 0), 3), what="e-0 fully replicated")
+        a = client(port_of[holder])
+
+        def elect(kind, tps):
+            result = a.elect_leaders(kind, tps).result()  # (its timeout keywords fail inside confluent-kafka 2.16)
+            return {(tp.topic, tp.partition): (None if e is None else (e.code() if isinstance(e, KafkaError) else e.args[0].code())) for tp, e in result.items()}
+
+        # the preferred leader p goes away and comes back: leadership stays with the next replica
+        local.kill(p)
+        await wait_for(lambda: _leader_not(admin, TopicPartition("e", 0), p), timeout=30, what="e-0 moved")
+        local.start_node(p, rack=f"r{p}")
+        # the controller learns ISR changes from the notifications: wait until its UpdateMetadata says so
+        await wait_for(lambda: _client_isr(port_of[holder], "e", 0, 3), timeout=60, what="p back in the ISR")
+        from confluent_kafka import ElectionType
+        from confluent_kafka import TopicPartition as CTP
+        out = await in_thread(lambda: elect(ElectionType.PREFERRED, [CTP("e", 0), CTP("e", 1), CTP("nosuch", 0)]))
+        assert out == {("e", 0): None, ("e", 1): KafkaError.ELECTION_NOT_NEEDED,
+                       ("nosuch", 0): KafkaError.UNKNOWN_TOPIC_OR_PART}
+        assert (await partition_states(admin, "e"))[TopicPartition("e", 0)].leader == p
+        md = await in_thread(lambda: client(port_of[holder]).list_topics(timeout=10))
+        assert md.topics["e"].partitions[0].leader == p  # answered after the brokers learnt it
+
+        # u-0: q leads, p drops out of the ISR, q dies: no clean leader; p returns out of sync
+        local.kill(p)
+        await wait_for(lambda: _client_isr(port_of[holder], "u", 0, 1), timeout=30, what="p out of u-0's ISR")
+        local.kill(q)
+        await wait_for(lambda: _leader_is(admin, TopicPartition("u", 0), -1), timeout=30, what="u-0 leaderless")
+        local.start_node(p, rack=f"r{p}")
+        await wait_for(lambda: _registered(admin, (holder, p)), timeout=60, what="p back")
+        await asyncio.sleep(1)
+        assert (await partition_states(admin, "u"))[TopicPartition("u", 0)].leader == -1  # unclean is off
+        out = await in_thread(lambda: elect(ElectionType.PREFERRED, [CTP("u", 0)]))
+        assert out == {("u", 0): KafkaError.PREFERRED_LEADER_NOT_AVAILABLE}
+        out = await in_thread(lambda: elect(ElectionType.UNCLEAN, [CTP("u", 0)]))
+        assert out == {("u", 0): None}
+        assert (await partition_states(admin, "u"))[TopicPartition("u", 0)].leader == p
+
+
+async def _isr_size(admin, tp, n):
+    li = (await partition_states(admin, tp.topic)).get(tp)
+    return li is not None and li.leader >= 0 and len(li.isr) == n
+
+
+async def _client_isr(port, topic, partition, size):
+    md = await in_thread(lambda: client(port).list_topics(timeout=10))
+    t = md.topics.get(topic)
+    return t is not None and partition in t.partitions and len(t.partitions[partition].isrs) == size
+
+
+async def _leader_is(admin, tp, leader):
+    li = (await partition_states(admin, tp.topic)).get(tp)
+    return li is not None and li.leader == leader
+
+
+async def _leader_not(admin, tp, broker):
+    li = (await partition_states(admin, tp.topic)).get(tp)
+    return li is not None and li.leader not in (broker, -1)
+
+
+async def test_controller_only_requests_at_another_broker_get_not_controller(local, admin):
+    from adapters.kafka import protocol as K
+
+    port_of = await start(local, admin)
+    holder, _ = await controller(admin)
+    other = next(b for b in port_of if b != holder)
+
+    async def ask(frame: bytes) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port_of[other])
+        try:
+            writer.write(frame)
+            (n,) = __import__("struct").unpack(">i", await reader.readexactly(4))
+            return await reader.readexactly(n)
+        finally:
+            writer.close()
+
+    create = K.request_frame(K.API_CREATE_TOPICS, 5, 1, {"Topics": [
+        {"Name": "x", "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [], "Configs": []}],
+        "timeoutMs": 1000})
+    _, body = K.parse_response(K.API_CREATE_TOPICS, 5, await ask(create))
+    assert [(t["Name"], t["ErrorCode"]) for t in body["Topics"]] == [("x", K.NOT_CONTROLLER)]
+    elect = K.request_frame(K.API_ELECT_LEADERS, 2, 2, {"ElectionType": 0, "TopicPartitions": [
+        {"Topic": "x", "PartitionId": [0]}], "TimeoutMs": 1000})
+    _, body = K.parse_response(K.API_ELECT_LEADERS, 2, await ask(elect))
+    assert body["ReplicaElectionResults"][0]["PartitionResult"][0]["ErrorCode"] == K.NOT_CONTROLLER
+    delete = K.request_frame(K.API_DELETE_TOPICS, 4, 3, {"TopicNames": ["x"], "TimeoutMs": 1000})
+    _, body = K.parse_response(K.API_DELETE_TOPICS, 4, await ask(delete))
+    assert body["Responses"] == [{"Name": "x", "ErrorCode": K.NOT_CONTROLLER}]
+    assert await admin.exists(zkpaths.topic("x")) is None
