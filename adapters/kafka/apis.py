@@ -40,6 +40,12 @@ log = logging.getLogger("kctl.kafka")
 POLL_S = 0.02
 """How often a waiting admin request looks at the metadata cache again."""
 
+FIRST_METADATA_WAIT_MS = 5000
+"""How long a Metadata request waits for the broker's first UpdateMetadata. Kafka answers at
+once with no brokers and no controller, but a node that has just started can take seconds to
+hear from the controller, and librdkafka does not ask again for a controller it was told is
+unknown before its request times out (a minute)."""
+
 
 @attrs.define
 class BrokerServices:
@@ -120,6 +126,8 @@ class KafkaApis:
         return K.api_versions_body()
 
     async def _metadata(self, request: K.Request) -> dict:
+        if self._snapshot().controller_id < 0:
+            await self._wait(lambda snap: snap.controller_id >= 0, FIRST_METADATA_WAIT_MS)
         return M.metadata_response(self._snapshot(), request.body, request.api_version, await self.cluster_id())
 
     # -- CreateTopics ------------------------------------------------------------------------------
@@ -140,12 +148,14 @@ class KafkaApis:
             elif not self.s.is_controller():
                 results[name] = (K.NOT_CONTROLLER, None, t)
         created: dict[str, dict[int, list[int]]] = {}
+        plans: dict[str, dict[int, list[int]]] = {}
         for t in topics:
             name = t["Name"]
             if name in results:
                 continue
             try:
                 assignment, configs = await self._plan_topic(t)
+                plans[name] = assignment
                 if not validate_only:
                     await A.create_topic(self._zk(), name, replica_assignment=assignment, configs=configs)
                     created[name] = assignment
@@ -173,10 +183,8 @@ class KafkaApis:
             entry: dict[str, Any] = {"Name": name, "ErrorCode": code, "ErrorMessage": message}
             if v >= 5:
                 entry["NumPartitions"], entry["ReplicationFactor"], entry["Configs"] = -1, -1, None
-                if code == K.NONE:
-                    plan = created.get(name)
-                    if plan is None:
-                        plan, _ = await self._plan_topic(t)
+                plan = plans.get(name)
+                if code == K.NONE and plan is not None:
                     entry["NumPartitions"] = len(plan)
                     entry["ReplicationFactor"] = len(plan[0])
                     entry["Configs"] = [{"Name": c["Name"], "Value": c["Value"], "ReadOnly": False,
@@ -237,8 +245,8 @@ class KafkaApis:
         placement = [(b, info.rack) for b, info in sorted(snap.brokers.items())]
         try:
             assignment = assign_replicas_to_brokers(placement, partitions, rf, seed=A.random_seed())
-        except ValueError as err:
-            raise _Refused(K.INVALID_REPLICATION_FACTOR, str(err)) from None
+        except ValueError as err:  # racks on some brokers only: Kafka's AdminOperationException
+            raise _Refused(K.UNKNOWN_SERVER_ERROR, str(err)) from None
         return {p: list(r) for p, r in assignment.items()}, configs
 
     # -- DeleteTopics ------------------------------------------------------------------------------
