@@ -31,6 +31,7 @@ from .. import requests as Q
 from .. import zkdata, zkpaths
 from ..wire import Frame
 from ..zk import NoNode, ZkError, ZkSession
+from . import codec
 from . import configs as CF
 from . import metadata as M
 from . import protocol as K
@@ -67,6 +68,8 @@ class KafkaApis:
     def __init__(self, services: BrokerServices):
         self.s = services
         self._cluster_id: str | None = None
+        self._grouped: tuple[int, dict] | None = None  # (cache generation, partitions by topic)
+        self._all_topics: tuple[tuple, bytes] | None = None  # ((version, generation, cluster id), encoded body)
         self.requests: Counter[str] = Counter()
         self._handlers = {
             K.API_API_VERSIONS: self._api_versions,
@@ -78,8 +81,8 @@ class KafkaApis:
             K.API_ELECT_LEADERS: self._elect_leaders,
         }
 
-    async def handle(self, request: K.Request) -> dict:
-        """The response body of a served request."""
+    async def handle(self, request: K.Request) -> dict | bytes:
+        """The response body of a served request (or its encoding)."""
         self.requests[K.SERVED[request.api_key][0]] += 1
         return await self._handlers[request.api_key](request)
 
@@ -125,10 +128,28 @@ class KafkaApis:
     async def _api_versions(self, request: K.Request) -> dict:
         return K.api_versions_body()
 
-    async def _metadata(self, request: K.Request) -> dict:
+    async def _metadata(self, request: K.Request) -> dict | bytes:
+        """Clients poll Metadata for every topic: its encoding is kept until the next
+        UpdateMetadata (a 10,000-partition answer costs a noticeable part of a second to build)."""
         if self._snapshot().controller_id < 0:
             await self._wait(lambda snap: snap.controller_id >= 0, FIRST_METADATA_WAIT_MS)
-        return M.metadata_response(self._snapshot(), request.body, request.api_version, await self.cluster_id())
+        cluster_id = await self.cluster_id()
+        snap = self._snapshot()
+        v = request.api_version
+        gen = snap.generation
+        key = (v, gen, cluster_id)
+        every = M.all_topics(request.body, v)
+        if every and gen is not None and self._all_topics is not None and self._all_topics[0] == key:
+            return self._all_topics[1]
+        if gen is None or self._grouped is None or self._grouped[0] != gen:
+            self._grouped = (gen, snap.topics()) if gen is not None else None
+        by_topic = self._grouped[1] if self._grouped is not None else None
+        body = M.metadata_response(snap, request.body, v, cluster_id, by_topic)
+        if not every or gen is None:
+            return body
+        data = codec.encode("MetadataResponse", v, body)
+        self._all_topics = (key, data)
+        return data
 
     # -- CreateTopics ------------------------------------------------------------------------------
 

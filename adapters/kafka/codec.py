@@ -21,7 +21,7 @@ import re
 import struct
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -256,63 +256,94 @@ def _uvarint(n: int, out: bytearray) -> None:
     out.append(n)
 
 
-def _write_value(out: bytearray, ftype: str, f: Field, value: Any, version: int, flexible: bool, what: str) -> None:
+# An encoder is compiled once per message and version: a closure per field, with the version,
+# flexibility and nullability questions answered at compile time (a 10,000-partition Metadata
+# answer runs the partition encoder 10,000 times).
+
+Writer = Callable[[bytearray, Any], None]
+
+
+def _null_writer(f: Field, version: int, flexible: bool, what: str, wide: bool) -> Writer:
+    nullable = version in f.nullable
+    marker = b"\x00" if flexible else (_I32 if wide else _I16).pack(-1)
+
+    def write_null(out: bytearray, value: Any) -> None:
+        if not nullable:
+            raise ValueError(f"{what}: null is not allowed in version {version}")
+        out += marker
+    return write_null
+
+
+def _compile_value(ftype: str, f: Field, version: int, flexible: bool, what: str) -> Writer:
     s = _FIXED.get(ftype)
     if s is not None:
-        out += s.pack(value)
-        return
+        pack = s.pack
+
+        def write_fixed(out: bytearray, value: Any) -> None:
+            out += pack(value)
+        return write_fixed
     if ftype == "bool":
-        out.append(1 if value else 0)
-        return
+        def write_bool(out: bytearray, value: Any) -> None:
+            out.append(1 if value else 0)
+        return write_bool
     if ftype in ("string", "bytes"):
-        if value is None:
-            if version not in f.nullable:
-                raise ValueError(f"{what}: null is not allowed in version {version}")
+        null = _null_writer(f, version, flexible, what, ftype == "bytes")
+        is_string = ftype == "string"
+        size = (_I16 if is_string else _I32).pack
+
+        def write_blob(out: bytearray, value: Any) -> None:
+            if value is None:
+                null(out, value)
+                return
+            data = value.encode("utf-8") if is_string else bytes(value)
             if flexible:
-                out.append(0)
+                _uvarint(len(data) + 1, out)
             else:
-                out += (_I16 if ftype == "string" else _I32).pack(-1)
-            return
-        data = value.encode("utf-8") if ftype == "string" else bytes(value)
-        if flexible:
-            _uvarint(len(data) + 1, out)
-        else:
-            out += (_I16 if ftype == "string" else _I32).pack(len(data))
-        out += data
-        return
+                out += size(len(data))
+            out += data
+        return write_blob
     if ftype.startswith("[]"):
-        if value is None:
-            if version not in f.nullable:
-                raise ValueError(f"{what}: null is not allowed in version {version}")
+        null = _null_writer(f, version, flexible, what, True)
+        item = _compile_struct(f.fields, version, flexible, what) if f.fields is not None \
+            else _compile_value(ftype[2:], f, version, flexible, what)
+        count = _I32.pack
+
+        def write_array(out: bytearray, value: Any) -> None:
+            if value is None:
+                null(out, value)
+                return
             if flexible:
-                out.append(0)
+                _uvarint(len(value) + 1, out)
             else:
-                out += _I32.pack(-1)
-            return
-        if flexible:
-            _uvarint(len(value) + 1, out)
-        else:
-            out += _I32.pack(len(value))
-        if f.fields is not None:
-            for item in value:
-                _write_struct(out, f.fields, item, version, flexible, what)
-        else:
-            inner = ftype[2:]
-            for item in value:
-                _write_value(out, inner, f, item, version, flexible, what)
-        return
+                out += count(len(value))
+            for v in value:
+                item(out, v)
+        return write_array
     raise ValueError(f"{what}: unsupported type {ftype}")
 
 
-def _write_struct(out: bytearray, fields: tuple[Field, ...], value: dict, version: int, flexible: bool,
-                  where: str) -> None:
+def _compile_struct(fields: tuple[Field, ...], version: int, flexible: bool, where: str) -> Writer:
+    writers = []
     for f in fields:
         if f.tag is not None or version not in f.versions:
             continue
         fflex = flexible if f.flexible is None else version in f.flexible
-        _write_value(out, f.type, f, value.get(f.name, f.default), version, fflex, f"{where}.{f.name}")
-    if flexible:
-        out.append(0)  # no tagged fields
+        writers.append((f.name, f.default, _compile_value(f.type, f, version, fflex, f"{where}.{f.name}")))
+    writers_t = tuple(writers)
+
+    def write_struct(out: bytearray, value: Any) -> None:
+        get = value.get
+        for name, default, write in writers_t:
+            write(out, get(name, default))
+        if flexible:
+            out.append(0)  # no tagged fields
+    return write_struct
+
+
+@lru_cache(maxsize=None)
+def _encoder(name: str, version: int) -> Writer:
+    sp = spec(name)
+    return _compile_struct(sp.fields, version, version in sp.flexible, name)
 
 
 def encode(name: str, version: int, value: dict) -> bytes:
@@ -321,7 +352,7 @@ def encode(name: str, version: int, value: dict) -> bytes:
     if version not in sp.valid:
         raise ValueError(f"{name}: version {version} is not valid ({sp.valid})")
     out = bytearray()
-    _write_struct(out, sp.fields, value, version, version in sp.flexible, name)
+    _encoder(name, version)(out, value)
     return bytes(out)
 
 

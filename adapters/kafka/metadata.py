@@ -28,6 +28,7 @@ class CacheSnapshot:
     controller_id: int
     brokers: Mapping[int, BrokerInfo]
     partitions: Mapping[TopicPartition, PartitionView]
+    generation: int | None = None  # changes with every UpdateMetadata (None: unknown)
 
     def topics(self) -> dict[str, list[PartitionView]]:
         out: dict[str, list[PartitionView]] = {}
@@ -41,7 +42,8 @@ class CacheSnapshot:
 def snapshot(broker) -> CacheSnapshot:
     """The broker's metadata cache (as the controller's UpdateMetadata requests left it)."""
     return CacheSnapshot(controller_id=getattr(broker, "metadata_controller_id", -1),
-                         brokers=dict(broker._meta_brokers), partitions=dict(broker._meta_partitions))
+                         brokers=dict(broker._meta_brokers), partitions=dict(broker._meta_partitions),
+                         generation=getattr(broker, "metadata_generation", None))
 
 
 def _legal(topic: str) -> bool:
@@ -68,11 +70,20 @@ def partition_entry(view: PartitionView, live: Mapping[int, BrokerInfo], version
             "ReplicaNodes": replicas, "IsrNodes": isr, "OfflineReplicas": offline}
 
 
-def metadata_response(snap: CacheSnapshot, request: dict, version: int, cluster_id: str | None) -> dict:
-    """The MetadataResponse body for `request` (a decoded MetadataRequest)."""
-    by_topic = snap.topics()
+def all_topics(request: dict, version: int) -> bool:
+    """Whether a MetadataRequest asks for every topic (null; in v0 also an empty list)."""
     asked = request.get("Topics")
-    if asked is None or (version == 0 and not asked):
+    return asked is None or (version == 0 and not asked)
+
+
+def metadata_response(snap: CacheSnapshot, request: dict, version: int, cluster_id: str | None,
+                      by_topic: dict[str, list[PartitionView]] | None = None) -> dict:
+    """The MetadataResponse body for `request` (a decoded MetadataRequest); `by_topic` is
+    `snap.topics()` when the caller has it already."""
+    if by_topic is None:
+        by_topic = snap.topics()
+    asked = request.get("Topics")
+    if all_topics(request, version):
         names = sorted(by_topic)
     else:
         names = list(dict.fromkeys(t["Name"] for t in asked))

@@ -122,12 +122,12 @@ def parse_request(payload: bytes) -> Request:
     return Request(api_key, api_version, correlation_id, header.get("ClientId"), body)
 
 
-def response_frame(request: Request, body: dict) -> bytes:
-    """The length-prefixed response to `request` carrying `body`."""
+def response_frame(request: Request, body: dict | bytes) -> bytes:
+    """The length-prefixed response to `request` carrying `body` (a dict, or its encoding)."""
     name = SERVED[request.api_key][0]
     header = encode("ResponseHeader", response_header_version(request.api_key, request.api_version),
                     {"CorrelationId": request.correlation_id})
-    data = header + encode(name + "Response", request.api_version, body)
+    data = header + (body if isinstance(body, bytes) else encode(name + "Response", request.api_version, body))
     return _I32.pack(len(data)) + data
 
 

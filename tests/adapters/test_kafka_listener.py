@@ -116,6 +116,19 @@ async def test_metadata_over_tcp_from_the_brokers_cache(node):
     assert bad["ErrorCode"] == K.INVALID_TOPIC_EXCEPTION
 
 
+async def test_the_kept_all_topics_answer_follows_update_metadata(node):
+    every = K.request_frame(K.API_METADATA, 9, 4, {"Topics": None})
+
+    async def names():
+        _, body = K.parse_response(K.API_METADATA, 9, await ask(node.port, every))
+        return [t["Name"] for t in body["Topics"]]
+
+    assert await names() == ["t"] and await names() == ["t"]  # the second from the kept encoding
+    await node.zk.create(zkpaths.topic("u"), zkdata.encode_topic_assignment({0: ReplicaAssignment((1,))}))
+    await wait_for(lambda: _now(len(node.broker.metadata()["partitions"]) == 3), what="u in the cache")
+    assert await names() == ["t", "u"]
+
+
 async def test_unsupported_requests_are_answered_and_the_connection_stays_open(node):
     newer = struct.pack(">hhi", K.API_API_VERSIONS, 7, 21) + b"\x00\x00future"
     produce = struct.pack(">hhi", 0, 8, 22) + b"\x00\x00"
