@@ -117,7 +117,7 @@ class KafkaApis:
     async def _wait(self, done: Callable[[M.CacheSnapshot], bool], timeout_ms: int) -> bool:
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
         while True:
-            if done(self._snapshot()):
+            if done(M.snapshot(self.s.broker, copy=False)):  # polled: no copy of a 100,000-entry cache
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -131,16 +131,16 @@ class KafkaApis:
     async def _metadata(self, request: K.Request) -> dict | bytes:
         """Clients poll Metadata for every topic: its encoding is kept until the next
         UpdateMetadata (a 10,000-partition answer costs a noticeable part of a second to build)."""
-        if self._snapshot().controller_id < 0:
+        if M.snapshot(self.s.broker, copy=False).controller_id < 0:
             await self._wait(lambda snap: snap.controller_id >= 0, FIRST_METADATA_WAIT_MS)
         cluster_id = await self.cluster_id()
-        snap = self._snapshot()
         v = request.api_version
-        gen = snap.generation
+        gen = M.snapshot(self.s.broker, copy=False).generation
         key = (v, gen, cluster_id)
         every = M.all_topics(request.body, v)
         if every and gen is not None and self._all_topics is not None and self._all_topics[0] == key:
             return self._all_topics[1]
+        snap = self._snapshot()
         if gen is None or self._grouped is None or self._grouped[0] != gen:
             self._grouped = (gen, snap.topics()) if gen is not None else None
         by_topic = self._grouped[1] if self._grouped is not None else None

@@ -39,10 +39,13 @@ class CacheSnapshot:
         return out
 
 
-def snapshot(broker) -> CacheSnapshot:
-    """The broker's metadata cache (as the controller's UpdateMetadata requests left it)."""
+def snapshot(broker, *, copy: bool = True) -> CacheSnapshot:
+    """The broker's metadata cache (as the controller's UpdateMetadata requests left it).
+    `copy=False` shares the broker's own maps: only for a reader that finishes before the event
+    loop's next turn."""
+    wrap = dict if copy else (lambda m: m)
     return CacheSnapshot(controller_id=getattr(broker, "metadata_controller_id", -1),
-                         brokers=dict(broker._meta_brokers), partitions=dict(broker._meta_partitions),
+                         brokers=wrap(broker._meta_brokers), partitions=wrap(broker._meta_partitions),
                          generation=getattr(broker, "metadata_generation", None))
 
 
