@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench soak soak-ensemble test-ensemble-10k clean
+.PHONY: demo test test-kcat bench soak soak-ensemble test-ensemble-10k clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# kcat (Debian's package) against a live cluster; `make test` skips that file where kcat is absent
+test-kcat: $(STAMP)
+	command -v kcat >/dev/null || apt-get install -y kcat
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_kcat.py
 
 bench: $(STAMP)
 	$(PY) -m benchmarks.core_step

@@ -114,6 +114,8 @@ class Broker:
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._meta_partitions: dict[TopicPartition, PartitionView] = {}
         self._meta_brokers: dict[int, BrokerInfo] = {}
+        self.metadata_controller_id = -1  # the sender of the last accepted UpdateMetadata (Kafka's cache keeps it)
+        self.metadata_generation = 0  # +1 per accepted UpdateMetadata: lets readers of the cache reuse their work
         self._pending_notifications: dict[TopicPartition, None] = {}
         self._notify_retry_at = 0.0
         self._wakeup = asyncio.Event()
@@ -232,6 +234,8 @@ class Broker:
         if fenced is not None:
             return self._reject(*fenced)
         self._controller_epoch = controller_epoch
+        self.metadata_controller_id = controller_id
+        self.metadata_generation += 1
         cache = self._meta_partitions
         for i, view in enumerate(views):
             if i and not i % YIELD_EVERY:

@@ -35,6 +35,7 @@ from adapters.wire import (
     DEFAULT_COMPRESS_THRESHOLD,
     DEFAULT_MAX_FRAME_BYTES,
     LENGTH_PREFIX_SIZE,
+    MAGIC,
     MAX_CORRELATION_ID,
     Body,
     EncodedBody,
@@ -54,6 +55,8 @@ _SLICE_SECONDS = 0.002
 _CLOSE_GRACE_SECONDS = 1.0
 
 Handler = Callable[[Frame], Awaitable[dict]]
+ForeignHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, bytes, str], Awaitable[None]]
+"""Serves a connection whose first frame is not a control frame (bytes read so far, peer name)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,7 +182,8 @@ class ControlServer:
     `handler(frame)` is awaited for each request and returns the response body, a dict. If it
     raises, the client gets an error response `{"error": <exception class>, "message": ...}`.
     With a `secret`, a frame that is not authenticated with it closes the connection before the
-    handler sees anything.
+    handler sees anything. With `foreign`, a connection whose first bytes are not a control frame
+    (no magic after the length prefix: a Kafka client) is handed to it instead.
     """
 
     def __init__(
@@ -191,8 +195,10 @@ class ControlServer:
         secret: bytes | str | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         compress_threshold: int | None = DEFAULT_COMPRESS_THRESHOLD,
+        foreign: ForeignHandler | None = None,
     ):
         self._host = host
+        self._foreign = foreign
         self._port = port
         self._handler = handler
         self._secret = normalise_secret(secret)
@@ -253,8 +259,21 @@ class ControlServer:
         peer = _peer_name(writer)
         decoder = FrameDecoder(self._max_frame_bytes, self._secret)
         try:
+            data = await reader.read(_READ_SIZE)
+            if self._foreign is not None:
+                # another protocol on the same port (Kafka clients): told apart by the byte after
+                # the length prefix, where every control frame has its magic
+                while data and len(data) <= LENGTH_PREFIX_SIZE:
+                    more = await reader.read(_READ_SIZE)
+                    if not more:
+                        break
+                    data += more
+                if len(data) > LENGTH_PREFIX_SIZE and data[LENGTH_PREFIX_SIZE] != MAGIC:
+                    await self._foreign(reader, writer, data, peer)
+                    return
             while True:
-                data = await reader.read(_READ_SIZE)
+                if data is None:
+                    data = await reader.read(_READ_SIZE)
                 if not data:
                     decoder.eof()
                     return
@@ -268,6 +287,7 @@ class ControlServer:
                 for frame in frames:
                     if not await self._dispatch(frame, writer, peer):
                         return
+                data = None
         except FrameError as err:
             logger.warning("control channel: closing connection from %s: %s [%s]", peer, err, err.reason)
         except (ConnectionError, OSError) as err:

@@ -2,7 +2,8 @@
 
 An embedded ZooKeeper and four `kctl node` processes; two topics; then a broker failure, its
 return, a reassignment, a preferred election and a controller failover, with the cluster shown
-live (controller, brokers, leaders, offline count); then the Spark replay's audit verdict.
+live (controller, brokers, leaders, offline count); once, the cluster as a stock Kafka client
+(confluent-kafka) sees it through a broker's Kafka listener; then the Spark replay's audit verdict.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from rich.table import Table
 
 from . import zkdata, zkpaths
 from .cluster import LocalCluster, controller, live_brokers, partition_states
+from .kafka import stock
 from .zk import NoNode, ZkSession
 from .zookeeper_server import EmbeddedZooKeeper
 
@@ -141,6 +143,8 @@ def run_demo(keep: bool = False) -> int:
             _kctl("topics", "--zookeeper", connect, "--create", "--topic", "events", "--partitions", "3",
                   "--replication-factor", "2")
             view = wait("creating topics", lambda v: len(v["partitions"]) == 9)
+            time.sleep(1.0)  # the brokers' caches get the new leaders from the controller's UpdateMetadata
+            show("a stock Kafka client", asyncio.run(stock.summary(connect)))
 
             ctrl = view["controller"]
             victim = next(b for b in BROKERS if b != ctrl)

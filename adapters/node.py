@@ -166,7 +166,9 @@ class ClusterNode:
             loop = self.loop
             self.state_changes.hold_while(lambda: loop.bursting)
         self.broker = self._make_broker()
-        self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret)
+        self.kafka = self._make_kafka_apis()
+        self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret,
+                                    foreign=self._serve_kafka_client)
         await self.server.start()
         self.port = self.server.port
         self._spawn(self.loop.run(), "controller-loop")
@@ -184,6 +186,19 @@ class ClusterNode:
                       replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms", 10000),
                       catch_up_delay_ms=self.config.get("replica.catch.up.delay.ms", 300),
                       fallback=self._handle_controller_request)
+
+    def _make_kafka_apis(self):
+        """Kafka's wire protocol for stock clients on the same port (`adapters.kafka`)."""
+        from .kafka.apis import BrokerServices, KafkaApis
+
+        return KafkaApis(BrokerServices(
+            broker_id=self.broker_id, broker=self.broker, zk=lambda: self.zk, is_controller=lambda: self.active,
+            controller_request=self._handle_controller_request, static_config=dict(self.config.settings)))
+
+    async def _serve_kafka_client(self, reader, writer, first: bytes, peer: str) -> None:
+        from .kafka.listener import serve
+
+        await serve(self.kafka, reader, writer, first, peer)
 
     def _spawn(self, coro, name: str) -> asyncio.Task:
         task = asyncio.create_task(coro, name=name)

@@ -11,7 +11,8 @@
    `/config/topics/<t>` and its `/admin/delete_topics/<t>` marker), and no marker is left at all;
 4. `metadata`: every live broker's metadata cache, asked over the control channel (Metadata),
    holds exactly what ZooKeeper says: the live brokers, the controller epoch, and every
-   partition's leader, leader epoch, ISR and replicas;
+   partition's leader, leader epoch, ISR and replicas; `kafka-client`: so does a stock Kafka
+   client's `list_topics` through a broker's Kafka listener;
 5. `replay`: the replay of every node's journal finds no violation (in particular no write
    accepted from a fenced controller): `kctl replay` on Spark, or the same fold and audit in
    this process (`replay.local`);
@@ -260,6 +261,37 @@ def _partition_order(key: str):
 def _show(v: dict) -> str:
     return (f"leader {v['leader']} epoch {v['leader_epoch']} isr {v['isr']} replicas {v['replicas']}"
             if isinstance(v, dict) and "leader" in v else repr(v))
+
+
+async def check_kafka_client(view: ClusterView, controller_id: int | None) -> Check:
+    """4b. `kafka-client`: a stock client (confluent-kafka's AdminClient.list_topics, through one
+    live broker's Kafka listener) sees ZooKeeper's brokers, controller and, per partition, leader,
+    replicas and ISR (topics being deleted aside)."""
+    from ..kafka import stock
+
+    if not stock.available():
+        return Check("kafka-client", True, "not run (confluent-kafka is not installed)")
+    if not view.brokers:
+        return Check("kafka-client", False, "no live broker to ask", 1, ("no live broker",))
+    b, info = min(view.brokers.items())
+    try:
+        seen = await stock.list_topics_async(f"{info.host}:{info.port}")
+    except Exception as exc:  # librdkafka's KafkaException: no answer in time
+        return Check("kafka-client", False, f"broker {b}: no metadata for a stock client", 1, (str(exc),))
+    seen["partitions"] = {tp: v for tp, v in seen["partitions"].items() if tp.topic not in view.marked}
+    expected = {}
+    for topic, assignment in view.assignments.items():
+        if topic in view.marked:
+            continue
+        for p, ra in assignment.items():
+            li = view.states.get(TopicPartition(topic, p))
+            if li is not None:
+                expected[TopicPartition(topic, p)] = (li.leader, list(ra.replicas), list(li.isr))
+    brokers = {i: f"{x.host}:{x.port}" for i, x in view.brokers.items()}
+    problems = stock.differences(seen, controller_id, brokers, expected)
+    return check_from("kafka-client", problems, f"a stock client at broker {b} sees ZooKeeper's metadata "
+                                                f"({len(expected)} partitions; {stock.client_version()})",
+                      "{n} difference(s) between a stock client's metadata and ZooKeeper")
 
 
 async def cluster_checks(zk: ZkSession, requested_deletions) -> list[Check]:

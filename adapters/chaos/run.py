@@ -217,7 +217,8 @@ class Run:
         cluster = K.check_from("cluster", problems, f"all {len(self.fleet.ids)} nodes registered, controller {holder}",
                            "{n} problem(s): nodes missing or no controller")
         return [cluster, K.check_leaders(view), K.check_reassignments(view, self.work.reassignments),
-                K.check_deletions(view, self.work.deletions), await K.check_metadata(view)]
+                K.check_deletions(view, self.work.deletions), await K.check_metadata(view),
+                await K.check_kafka_client(view, holder)]
 
     async def _audit(self) -> list[K.Check]:
         self.phase = "replay"

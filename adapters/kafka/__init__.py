@@ -1,0 +1,7 @@
+"""Kafka's wire protocol at each broker, for stock Kafka clients (issue 20).
+
+`codec` encodes and decodes any version of a message from Kafka 2.4.1's JSON specs (`specs/`);
+`protocol` frames requests and responses and lists the served apis; `metadata` answers Metadata
+from the broker's cache; `configs` holds Kafka's config defaults for DescribeConfigs; `apis`
+holds the request handlers; `listener` serves one client connection.
+"""
