@@ -23,12 +23,14 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
+from . import dynconfig
 from . import requests as Q
+from . import throttle as throttling
 from . import zkdata, zkpaths
 from .zk import BadVersion, Create, NoAuth, NodeExists, NoNode, SetData, TransactionFailed, ZkSession
 
@@ -509,6 +511,9 @@ async def alter_topic_configs(zk: ZkSession, topic: str, add: Mapping[str, str],
     except (BadVersion, NodeExists, NoNode):
         raise ToolFailure(f"the configuration of topic {topic} changed meanwhile; nothing was written, "
                           "try again") from None
+    # every broker's config manager rereads the topic (Kafka's changeTopicConfig)
+    await zk.create(f"{dynconfig.CONFIG_CHANGES}/{dynconfig.CONFIG_CHANGE_PREFIX}",
+                    dynconfig.encode_change_notification(dynconfig.TOPICS, topic), sequential=True, make_parents=True)
     return config
 
 
@@ -679,15 +684,25 @@ async def _validate_reassignment(zk: ZkSession, entries: Sequence[tuple[TopicPar
 
 
 async def execute_reassignment(
-    zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]]
+    zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]], *, throttle: int | None = None,
+    on_validated: Callable[[list[tuple[TopicPartition, tuple[int, ...]]]], None] | None = None,
 ) -> list[tuple[TopicPartition, tuple[int, ...]]]:
     """Validate, then create `/admin/reassign_partitions`. Returns the current assignment of
-    every partition of the topics involved (to print for rollback)."""
+    every partition of the topics involved (to print for rollback; also handed to
+    `on_validated` before anything is written). With `throttle` (bytes/s) the throttle keys are
+    written first, as Kafka's tool does (adapters/throttle.py)."""
     found = await _validate_reassignment(zk, entries)
     if await zk.exists(zkpaths.REASSIGN_PARTITIONS) is not None:
         raise AdminError("There is an existing assignment running.")
     current = [(TopicPartition(t, p), ra.target_replicas)
                for t in sorted(found) for p, ra in sorted(found[t][0].items())]
+    if on_validated is not None:
+        on_validated(current)
+    if throttle is not None:
+        existing = dict(current)
+        proposed = {tp: list(r) for tp, r in entries}
+        await throttling.set_replicas(zk, existing, proposed)
+        await throttling.set_rate(zk, existing, proposed, throttle)
     await _ensure(zk, zkpaths.ADMIN)
     try:
         await zk.create(zkpaths.REASSIGN_PARTITIONS,
@@ -695,6 +710,26 @@ async def execute_reassignment(
     except NodeExists:
         raise AdminError("There is an existing assignment running.") from None
     return current
+
+
+async def reassignment_running(zk: ZkSession) -> bool:
+    return await zk.exists(zkpaths.REASSIGN_PARTITIONS) is not None
+
+
+async def change_reassignment_throttle(zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]],
+                                       rate: int) -> int:
+    """Kafka's `maybeLimit` on a running reassignment: the new rate on the same brokers (those
+    holding replicas of the file's topics now, and the file's targets)."""
+    found = await _assignments(zk, {tp.topic for tp, _ in entries})
+    existing = {TopicPartition(t, p): ra.replicas for t, (a, _) in found.items() for p, ra in a.items()}
+    await throttling.set_rate(zk, existing, {tp: list(r) for tp, r in entries}, rate)
+    return rate
+
+
+async def remove_reassignment_throttle(zk: ZkSession, topics: Iterable[str]) -> bool:
+    """Kafka's `removeThrottle` (call it once every partition completed): the rate keys from
+    every registered broker, the replica keys from `topics`. True if anything was removed."""
+    return await throttling.remove(zk, sorted(set(topics)), sorted(await live_brokers(zk)))
 
 
 async def verify_reassignment(

@@ -346,6 +346,10 @@ class Broker:
             if not await self.update_isr():
                 await asyncio.sleep(0.001)  # nothing was due after all: let time move on
 
+    def wake(self) -> None:
+        """Something changed when ISR changes fall due (a replication throttle): look again now."""
+        self._wakeup.set()
+
     def close(self) -> None:
         """Stop `run()` (after the write in progress, if any)."""
         self._closed = True

@@ -80,7 +80,7 @@ KNOWN_NODE_KEYS = {
     "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
     "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
     "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
-    "journal.retry.backoff.ms": int,
+    "journal.retry.backoff.ms": int, "simulated.partition.bytes": int,
 }
 
 

@@ -171,9 +171,45 @@ class ClusterNode:
         self._spawn(self.loop.run(), "controller-loop")
         if hasattr(self.broker, "run"):
             self._spawn(self.broker.run(), "broker")
+        await self._follow_dynamic_configs()
         self.zk.on_session_change(self._on_session_change)
         await self._register()
         self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, self._on_controller)
+
+    async def _follow_dynamic_configs(self) -> None:
+        """Kafka's config manager: throttles for the simulated replica manager, the cluster
+        default `unclean.leader.election.enable` for the controller (adapters/config_watch.py)."""
+        from .config_watch import DynamicConfigs
+        from .replica_manager import SimulatedReplicaManager
+
+        self._unclean_default: bool | None = None
+        self.dynamic_configs = DynamicConfigs(self.zk, self._on_config_change)
+        rm = getattr(self.broker, "replica_manager", None)
+        if isinstance(rm, SimulatedReplicaManager):
+            rm.throttle = self.dynamic_configs.throttle_rate
+            rm.partition_bytes = self.config.get("simulated.partition.bytes", rm.partition_bytes)
+        await self.dynamic_configs.start()
+
+    def _on_config_change(self, entity_type: str, name: str) -> None:
+        from . import dynconfig as D
+
+        rm = getattr(self.broker, "replica_manager", None)
+        if hasattr(rm, "throttles_changed"):
+            rm.throttles_changed()
+            if hasattr(self.broker, "wake"):
+                self.broker.wake()
+        if (entity_type, name) != (D.BROKERS, D.DEFAULT_ENTITY):
+            return
+        raw = self.dynamic_configs.get(D.BROKERS, D.DEFAULT_ENTITY).get(D.UNCLEAN_KEY)
+        value = None if raw is None else raw.strip().lower()
+        if value not in (None, "true", "false"):
+            log.error("ignoring %s=%r in /config/brokers/%s: expected true or false", D.UNCLEAN_KEY, raw, name)
+            return
+        unclean = None if value is None else value == "true"
+        if unclean != self._unclean_default:
+            self._unclean_default = unclean
+            log.info("cluster default %s is now %s", D.UNCLEAN_KEY, "unset" if unclean is None else value)
+            self._put(E.BrokerDefaultConfigChanged(at=now_ms(), unclean_leader_election_enable=unclean))
 
     def _make_broker(self):
         from .broker import Broker
@@ -496,6 +532,8 @@ class ClusterNode:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if getattr(self, "dynamic_configs", None) is not None:
+            self.dynamic_configs.stop()
         self.senders.stop_all()
         self.timers.cancel_all()
         self.writer.close()

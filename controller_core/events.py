@@ -106,6 +106,18 @@ class TopicConfigsChanged:
 
 
 @frozen
+class BrokerDefaultConfigChanged:
+    """The cluster-wide broker default `/config/brokers/<default>` now sets
+    `unclean.leader.election.enable` to this value (None: not set there). Emitted by every node's
+    dynamic-config follower (adapters/config_watch.py), controller or not, when the value
+    changes, and at start when it is set: like Kafka's dynamic broker config, it is the node's
+    setting, kept across terms."""
+
+    at: int
+    unclean_leader_election_enable: bool | None = None
+
+
+@frozen
 class TopicDeletionsRequested:
     """The current children of `/admin/delete_topics`. Emitted by its child watch."""
 
@@ -250,6 +262,7 @@ Event = (
     | PartitionStatesWritten
     | ZnodeWriteFailed
     | TimerFired
+    | BrokerDefaultConfigChanged
 )
 
 EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ import attrs
 from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, topics
 from . import commands as C
 from . import events as E
-from . import failover
+from . import dynamic_config, failover
 from .draft import Draft
 from .state import ControllerState, PartitionInfo
 
@@ -168,10 +168,12 @@ _HANDLERS: dict[type, Callable] = {
     E.PartitionStatesWritten: outcomes.on_written,
     E.ZnodeWriteFailed: _drafted(lambda d, e: d.reject("zookeeper write", f"{e.what}: {e.reason}")),
     E.TimerFired: _drafted(_timer),
+    E.BrokerDefaultConfigChanged: dynamic_config.on_broker_default_changed,
 }
 
 _WHEN_INACTIVE = {E.ControllerElected, E.ControllerResigned, E.ControllerFenced,
-                  E.ControlledShutdownRequested, E.LeaderElectionRequested}
+                  E.ControlledShutdownRequested, E.LeaderElectionRequested,
+                  E.BrokerDefaultConfigChanged}  # the node's config, kept across terms
 
 _NEVER_DEFERRED = {E.PartitionStatesWritten, E.ControllerElected, E.ControllerResigned, E.ControllerFenced}
 """The outcome that ends a wait, and the events that end the term (see the module docstring)."""
