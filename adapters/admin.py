@@ -550,16 +550,23 @@ async def describe_topics(
     under_replicated: bool = False,
     unavailable: bool = False,
     with_overrides: bool = False,
+    under_min_isr: bool = False,
+    at_min_isr: bool = False,
+    exclude_internal: bool = False,
 ) -> list[str]:
-    """kafka-topics.sh --describe lines (without line ends)."""
+    """kafka-topics.sh --describe lines (without line ends). `under_min_isr` / `at_min_isr`
+    report partitions whose ISR is below / exactly the topic's `min.insync.replicas` (default 1;
+    a partition without a leader is under it), as Kafka's `PartitionDescription` does."""
     names = _matching(await _topic_names(zk), topic)
+    if exclude_internal:
+        names = [t for t in names if t not in INTERNAL_TOPICS]
     if topic is not None and not names and not if_exists:
         raise AdminError(f"Topic '{topic}' does not exist as expected")
     live = set(await live_brokers(zk))
     marked = await _marked_for_deletion(zk)
     assignments = await _assignments(zk, names)
     configs = await _configs(zk, names)
-    describe_configs = not (under_replicated or unavailable)
+    describe_configs = not (under_replicated or unavailable or under_min_isr or at_min_isr)
     describe_partitions = not with_overrides
     lines = []
     for t in names:
@@ -581,14 +588,29 @@ async def describe_topics(
             li = states.get(TopicPartition(t, p))
             leader = li.leader if li is not None else -1
             isr = li.isr if li is not None else ()
-            if under_replicated and not len(isr) < len(replicas):
-                continue
-            if unavailable and not (leader == -1 or leader not in live):
-                continue
+            if not describe_configs:
+                min_isr = _min_isr(config)
+                reported = ((under_replicated and len(isr) < len(replicas))
+                            or (unavailable and (leader == -1 or leader not in live))
+                            or (under_min_isr and (leader < 0 or len(isr) < min_isr))
+                            or (at_min_isr and len(isr) == min_isr))
+                if not reported:
+                    continue
             shown_leader = "none" if leader < 0 else str(leader)
             lines.append(f"\tTopic: {t}\tPartition: {p}\tLeader: {shown_leader}\tReplicas: {_broker_ids(replicas)}"
                          f"\tIsr: {_broker_ids(isr)}{deleting}")
     return lines
+
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Kafka's `Topic.isInternal`."""
+
+
+def _min_isr(config: Mapping[str, str]) -> int:
+    try:
+        return int(config.get("min.insync.replicas", "1"))
+    except ValueError:
+        return 1
 
 
 # -- kafka-reassign-partitions.sh --------------------------------------------------------------

@@ -72,6 +72,14 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
                    help="with --describe: only partitions whose leader is not available")
     p.add_argument("--topics-with-overrides", action="store_true",
                    help="with --describe: only topics that have config overrides")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR is smaller than the topic's min.insync.replicas "
+                        "(default 1), or that have no leader")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR size equals the topic's min.insync.replicas")
+    p.add_argument("--exclude-internal", action="store_true",
+                   help="with --describe and --list: leave out Kafka's internal topics (__consumer_offsets, "
+                        "__transaction_state)")
     p.set_defaults(func=cmd_topics)
 
     # -- reassign-partitions
@@ -240,7 +248,7 @@ def _require_topic(args, action: str) -> str:
 def _topics_create(args) -> int:
     topic = _require_topic(args, "create")
     _not_with(args, "create", "delete-config", "if-exists", "under-replicated-partitions", "unavailable-partitions",
-              "topics-with-overrides")
+              "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions", "exclude-internal")
     try:
         admin.validate_topic_name(topic)
         configs = admin.parse_topic_configs(args.config)
@@ -272,7 +280,8 @@ def _topics_create(args) -> int:
 def _topics_alter(args) -> int:
     topic = _require_topic(args, "alter")
     _not_with(args, "alter", "replication-factor", "if-not-exists", "under-replicated-partitions",
-              "unavailable-partitions", "topics-with-overrides")
+              "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions",
+              "exclude-internal")
     if args.partitions is None and not args.config and not args.delete_config:
         raise _bad("--alter requires --partitions, --config or --delete-config")
     if args.replica_assignment is not None and args.partitions is None:
@@ -312,7 +321,8 @@ def _topics_alter(args) -> int:
 def _topics_delete(args) -> int:
     topic = _require_topic(args, "delete")
     _not_with(args, "delete", "partitions", "replication-factor", "replica-assignment", "config", "delete-config",
-              "if-not-exists", "under-replicated-partitions", "unavailable-partitions", "topics-with-overrides")
+              "if-not-exists", "under-replicated-partitions", "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions",
+              "at-min-isr-partitions", "exclude-internal")
 
     async def work(zk) -> int:
         for t, already in await admin.delete_topics(zk, topic, if_exists=args.if_exists):
@@ -326,14 +336,24 @@ def _topics_delete(args) -> int:
     return _run(args, work)
 
 
+_REPORTS = ("under-replicated-partitions", "unavailable-partitions", "under-min-isr-partitions",
+            "at-min-isr-partitions")
+
+
 def _topics_describe(args) -> int:
     _not_with(args, "describe", "partitions", "replication-factor", "replica-assignment", "config", "delete-config",
               "if-not-exists")
+    for report in _REPORTS[2:]:
+        if getattr(args, report.replace("-", "_")):
+            # Kafka's rule: one replication report at a time, and not with --topics-with-overrides
+            _not_with(args, report, *(r for r in _REPORTS if r != report), "topics-with-overrides")
 
     async def work(zk) -> int:
         for line in await admin.describe_topics(
                 zk, args.topic, if_exists=args.if_exists, under_replicated=args.under_replicated_partitions,
-                unavailable=args.unavailable_partitions, with_overrides=args.topics_with_overrides):
+                unavailable=args.unavailable_partitions, with_overrides=args.topics_with_overrides,
+                under_min_isr=args.under_min_isr_partitions, at_min_isr=args.at_min_isr_partitions,
+                exclude_internal=args.exclude_internal):
             print(line)
         return 0
 
@@ -343,10 +363,12 @@ def _topics_describe(args) -> int:
 def _topics_list(args) -> int:
     _not_with(args, "list", "partitions", "replication-factor", "replica-assignment", "config",
               "delete-config", "if-exists", "if-not-exists", "under-replicated-partitions",
-              "unavailable-partitions", "topics-with-overrides")
+              "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions")
 
     async def work(zk) -> int:
         topics = await admin.list_topics(zk)
+        if args.exclude_internal:
+            topics = [(t, marked) for t, marked in topics if t not in admin.INTERNAL_TOPICS]
         if args.topic is not None:
             pattern = admin.topic_pattern(args.topic)
             topics = [(t, marked) for t, marked in topics if pattern.fullmatch(t)]

@@ -235,3 +235,33 @@ async def _offline(admin, topics):
 async def _leader(admin, topic, broker):
     li = (await states_of(admin, topic)).get(0)
     return li if li is not None and li.leader == broker else None
+
+
+async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_cluster, admin, kctl):
+    cluster = make_cluster()
+    cluster.spawn(1, 2)
+    await until(lambda: registered(admin, (1, 2)), "two brokers", timeout=30)
+    await until(lambda: a_controller(admin), "a controller")
+    for topic, extra in (("m", ["--config", "min.insync.replicas=2"]), ("n", []), ("__consumer_offsets", [])):
+        rc, _, err = await kctl("topics", "--create", "--topic", topic, "--replica-assignment", "1:2", *extra)
+        assert rc == 0, err
+        await until(lambda: settled(admin, topic), f"{topic} online")
+    rc, out, _ = await kctl("topics", "--describe", "--under-min-isr-partitions")
+    assert (rc, out) == (0, "")
+    rc, out, _ = await kctl("topics", "--describe", "--at-min-isr-partitions", "--exclude-internal")
+    assert out == "\tTopic: m\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n"
+
+    await cluster.kill(2)
+    await until(lambda: _isr_is(admin, ("m", "n"), [1]), "ISRs shrink to 1")
+    rc, out, _ = await kctl("topics", "--describe", "--under-min-isr-partitions")
+    assert out == "\tTopic: m\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\n"
+    rc, out, _ = await kctl("topics", "--describe", "--at-min-isr-partitions")
+    assert out.splitlines() == ["\tTopic: __consumer_offsets\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1",
+                                "\tTopic: n\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1"]
+    rc, out, _ = await kctl("topics", "--describe", "--at-min-isr-partitions", "--exclude-internal")
+    assert out == "\tTopic: n\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\n"
+    rc, out, _ = await kctl("topics", "--list", "--exclude-internal")
+    assert out == "m\nn\n"
+    rc, out, err = await kctl("topics", "--describe", "--at-min-isr-partitions", "--under-replicated-partitions")
+    assert (rc, out, err) == (2, "", "error: option --under-replicated-partitions can't be used with "
+                                     "--at-min-isr-partitions\n")
