@@ -137,7 +137,8 @@ class ClusterNode:
         session_ms = cfg.get("zookeeper.session.timeout.ms", 6000)
         acl = cfg.get("zookeeper.set.acl", False)
         auth = ("digest", cfg.zk_auth) if cfg.zk_auth else None
-        self.zk = await ZkSession.connect(cfg.zookeeper, session_timeout_ms=session_ms, auth=auth, acl_mode=acl)
+        self.zk = await ZkSession.connect(cfg.zookeeper, session_timeout_ms=session_ms, auth=auth, acl_mode=acl,
+                                          timeout=cfg.get("zookeeper.connection.timeout.ms", 30000) / 1000)
         for path in zkpaths.PERSISTENT_PATHS:
             await self.zk.ensure_path(path)
         await self._ensure_cluster_id()
@@ -150,7 +151,8 @@ class ClusterNode:
         self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes,
                                on_written=getattr(probe, "on_written", None))
         self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
-                               on_ack=getattr(probe, "on_ack", None))
+                               on_ack=getattr(probe, "on_ack", None),
+                               request_timeout_s=cfg.get("controller.socket.timeout.ms", 30000) / 1000)
         self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms,

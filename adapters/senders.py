@@ -29,8 +29,10 @@ class Senders:
     given, is told of every acknowledged request (benchmarks measure broker round trips)."""
 
     def __init__(self, controller_id: int, put_event: Callable, *, secret: bytes | None = None,
-                 clock=lambda: int(time.time() * 1000), on_ack: Callable | None = None):
+                 clock=lambda: int(time.time() * 1000), on_ack: Callable | None = None,
+                 request_timeout_s: float = 30.0):
         self.controller_id = controller_id
+        self.request_timeout_s = request_timeout_s  # Kafka's controller.socket.timeout.ms
         self.put_event = put_event
         self.secret = secret
         self.clock = clock
@@ -48,7 +50,8 @@ class Senders:
         for broker_id, info in brokers.items():
             if broker_id not in self.queues:
                 queue = BrokerSendQueue(broker_id, info.host, info.port, secret=self.secret,
-                                        on_response=self._responder(broker_id))
+                                        on_response=self._responder(broker_id),
+                                        request_timeout=self.request_timeout_s)
                 queue.start()
                 self.queues[broker_id] = (info, queue)
 

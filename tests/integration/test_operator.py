@@ -265,3 +265,58 @@ async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_clus
     rc, out, err = await kctl("topics", "--describe", "--at-min-isr-partitions", "--under-replicated-partitions")
     assert (rc, out, err) == (2, "", "error: option --under-replicated-partitions can't be used with "
                                      "--at-min-isr-partitions\n")
+
+
+async def test_node_takes_a_kafka_server_properties_file(admin, zk_connect, tmp_path):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    props = tmp_path / "server.properties"
+    props.write_text("\n".join([
+        "# a Kafka broker's file, unchanged", "broker.id=7", "broker.rack=r1",
+        f"listeners=PLAINTEXT://127.0.0.1:{port}", f"zookeeper.connect={zk_connect}",
+        "num.network.threads=3", "log.retention.hours=168", "zookeeper.session.timeout.ms=3000",
+        "controlled.shutdown.enable=false", ""]))
+    procs = []
+
+    def start(*flags):
+        p = subprocess.Popen([sys.executable, "-m", "adapters.cli", "node", "--config", str(props), *flags],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ, start_new_session=True)
+        procs.append(p)
+        return p
+
+    try:
+        first = start()
+        info = await until(lambda: _registration(admin, 7), "broker 7 from broker.id", timeout=30)
+        assert (info["port"], info["rack"], info["endpoints"]) == (port, "r1", [f"PLAINTEXT://127.0.0.1:{port}"])
+        first.send_signal(signal.SIGTERM)  # controlled.shutdown.enable=false: exits without asking the controller
+        assert await asyncio.to_thread(first.wait, 20) == 0
+        warnings = [line for line in first.stderr.read().decode().splitlines() if line.startswith("warning:")]
+        assert warnings == [f"warning: --config {props}: ignoring 2 key(s) kctl does not use: "
+                            "log.retention.hours, num.network.threads"]
+        second = start("--broker-id", "8", "--listen", "127.0.0.1:0")  # flags win over the file
+        info = await until(lambda: _registration(admin, 8), "broker 8 from the flag", timeout=30)
+        assert info["port"] != port and info["rack"] == "r1"
+        assert await admin.exists("/brokers/ids/7") is None
+        second.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(second.wait, 20)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+            p.stderr.close()
+
+
+async def _registration(admin, broker_id):
+    stat = await admin.exists(f"/brokers/ids/{broker_id}")
+    if stat is None:
+        return None
+    data, _ = await admin.get(f"/brokers/ids/{broker_id}")
+    return json.loads(data)
