@@ -81,7 +81,7 @@ KNOWN_NODE_KEYS = {
     "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
     "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
     "journal.retry.backoff.ms": int, "simulated.partition.bytes": int,
-    "controlled.shutdown.enable": bool, "controller.socket.timeout.ms": int, "zookeeper.connection.timeout.ms": int,
+    "log.dirs": str, "controlled.shutdown.enable": bool, "controller.socket.timeout.ms": int, "zookeeper.connection.timeout.ms": int,
 }
 
 
@@ -149,7 +149,7 @@ def cmd_zookeeper(args) -> int:
 
 def cmd_node(args) -> int:
     from .journal import JournalError
-    from .node import BrokerIdInUse, ClusterNode, NodeConfig
+    from .node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
     from .zk import ZkError
 
     _apply_properties_file(args)
@@ -164,6 +164,10 @@ def cmd_node(args) -> int:
     host, port = _host_port(args.listen)
     check_connect_string(args.zookeeper)
     settings = {**args.file_settings, **_settings(None, args.set)}
+    if args.log_dirs is not None:
+        if not [d for d in args.log_dirs.split(",") if d.strip()]:
+            raise UsageError("--log-dirs must name at least one directory")
+        settings["log.dirs"] = args.log_dirs
     _check_settings(settings)
     zk_auth = settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH") or None
     if zk_auth is not None and "zookeeper.auth" not in settings:
@@ -190,6 +194,8 @@ def cmd_node(args) -> int:
         except BrokerIdInUse as exc:
             await _release(node)
             raise UsageError(str(exc))
+        except LogDirsFailed as exc:
+            raise CommandFailure(str(exc)) from None
         except JournalError as exc:
             await _release(node)
             raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
@@ -263,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where this node's controller journal and its state-change.log go")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="serve Prometheus metrics (Kafka's names) on this port, on the --listen host (0: any free port)")
+    p.add_argument("--log-dirs", default=None, metavar="D1,D2",
+                   help="log directories (Kafka's log.dirs): each replica is a directory <dir>/<topic>-<partition>; "
+                        "a dir that can no longer be written goes offline and is reported to the controller")
     p.add_argument("--config", default=None,
                    help="a Kafka server.properties: broker.id, broker.rack, listeners, zookeeper.connect and the "
                         "node keys are used, other Kafka keys are ignored with one warning line")

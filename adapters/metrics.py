@@ -121,7 +121,7 @@ EVENT_STATES: dict[str, str] = {
     "PreferredElectionRequested": "ManualLeaderBalance", "LeaderElectionRequested": "ManualLeaderBalance",
     "PartitionStatesObserved": "IsrChange", "ControlledShutdownRequested": "ControlledShutdown",
     "LeaderAndIsrResponded": "LeaderAndIsrResponseReceived", "TimerFired": "AutoLeaderBalance",
-    "BrokerDefaultConfigChanged": "UncleanLeaderElectionEnable",
+    "BrokerDefaultConfigChanged": "UncleanLeaderElectionEnable", "LogDirEventNotified": "LogDirChange",
 }
 """Our events as the Kafka controller states whose work they do. Kafka's config-change event
 that matters to the controller is TopicUncleanLeaderElectionEnable; a PartitionStatesObserved
@@ -138,6 +138,7 @@ TIMERS: dict[str, str] = {
     "LeaderAndIsrResponseReceived": "LeaderAndIsrResponseReceivedRateAndTimeMs",
     "TopicUncleanLeaderElectionEnable": "TopicUncleanLeaderElectionEnableRateAndTimeMs",
     "UncleanLeaderElectionEnable": "UncleanLeaderElectionEnableRateAndTimeMs",
+    "LogDirChange": "LogDirChangeRateAndTimeMs",
 }
 """Kafka's per-state `ControllerStats` timers (BrokerChange keeps its historical name,
 LeaderElectionRateAndTimeMs). Each measures a decision from the start of its step until its
@@ -158,7 +159,7 @@ _GAUGES = (
     ("ControllerState", "the Kafka ControllerState of the decision in progress (0 Idle, 1 ControllerChange, "
                         "2 BrokerChange, 3 TopicChange, 4 TopicDeletion, 5 AlterPartitionReassignment, "
                         "6 AutoLeaderBalance, 7 ManualLeaderBalance, 8 ControlledShutdown, 9 IsrChange, "
-                        "10 LeaderAndIsrResponseReceived, 13 UncleanLeaderElectionEnable, 14 TopicUncleanLeaderElectionEnable)"),
+                        "10 LeaderAndIsrResponseReceived, 11 LogDirChange, 13 UncleanLeaderElectionEnable, 14 TopicUncleanLeaderElectionEnable)"),
 )
 
 METRICS: tuple[MetricDef, ...] = (

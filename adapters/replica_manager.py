@@ -67,6 +67,11 @@ Throttle = Callable[[TopicPartition, int, int], "float | None"]
 """`throttle(tp, leader, follower)`: the replication rate (bytes/s) that applies to `follower`
 copying `tp` from `leader`, or None when it is not throttled."""
 
+class KafkaStorageError(Exception):
+    """A replica manager cannot host this replica: its log dir is offline. The broker answers
+    the partition with KAFKA_STORAGE_ERROR (adapters/log_dirs.py)."""
+
+
 Clock = Callable[[], float]
 """Milliseconds on any monotonic scale."""
 
@@ -206,7 +211,8 @@ class _Replica:
     """Mutable local state of one partition (internal; `ReplicaState` is the public snapshot)."""
 
     __slots__ = ("tp", "role", "leader", "leader_epoch", "controller_epoch", "zk_version", "isr", "replicas",
-                 "log_end_offset", "followers", "stopped", "removed", "in_flight", "blocked", "retry_at")
+                 "log_end_offset", "followers", "stopped", "removed", "in_flight", "blocked", "retry_at",
+                 "offline")
 
     def __init__(self, tp: TopicPartition):
         self.tp = tp
@@ -224,6 +230,7 @@ class _Replica:
         self.in_flight = False  # a proposal is being written
         self.blocked = False  # the znode holds something this leader cannot explain: wait for LeaderAndIsr
         self.retry_at = 0.0
+        self.offline: frozenset[int] = frozenset()  # followers on a failed log dir (UpdateMetadata)
 
     def apply(self, view: PartitionView, role: str) -> None:
         self.role = role
@@ -355,6 +362,20 @@ class SimulatedReplicaManager:
             if refresh:
                 self._refresh(r, now)
 
+    def update_offline_replicas(self, tps, offline: Mapping[TopicPartition, frozenset[int]]) -> None:
+        """An UpdateMetadata's offline replicas for `tps` (those it carries): a follower on a failed
+        log dir does not fetch, so it never rejoins the ISR while it is listed."""
+        now = self._clock()
+        for tp in tps:
+            r = self._replicas.get(tp)
+            if r is None:
+                continue
+            listed = offline.get(tp, frozenset())
+            if listed != r.offline:
+                r.offline = listed
+                if r.role == ROLE_LEADER:
+                    self._refresh(r, now)
+
     @property
     def live_brokers(self) -> frozenset[int] | None:
         return self._live
@@ -445,7 +466,7 @@ class SimulatedReplicaManager:
     def _fetching(self, r: _Replica, broker: int) -> bool:
         live = self._live
         return (live is not None and broker in live and broker in r.replicas and broker not in r.stopped
-                and broker not in r.removed)
+                and broker not in r.removed and broker not in r.offline)
 
     def _refresh(self, r: _Replica, now: float) -> None:
         """Recompute which followers fetch (stamping changes with `now`) and reschedule."""

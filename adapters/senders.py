@@ -38,6 +38,7 @@ class Senders:
         self.clock = clock
         self.on_ack = on_ack
         self.queues: dict[int, tuple[BrokerInfo, BrokerSendQueue]] = {}
+        self.storage_errors_seen = False  # a broker reported a failed log dir: UpdateMetadata names offline replicas
 
     def sync_brokers(self, brokers) -> None:
         """Start queues for new brokers, restart those whose address changed, stop the gone."""
@@ -63,7 +64,7 @@ class Senders:
     def queue_sizes(self) -> dict[int, int]:
         return {b: q.qsize() for b, (_, q) in self.queues.items()}
 
-    def send(self, commands) -> None:
+    def send(self, commands, offline_replicas: dict | None = None) -> None:
         """Queue the requests of one decision. Bodies are encoded lazily, by each broker's queue
         when the request reaches its head: the first LeaderAndIsr goes on the wire while the
         next is still being encoded, instead of after all of them (a 10,000-partition failover
@@ -80,7 +81,8 @@ class Senders:
                 states = shared_um.get(id(c.partitions))
                 if states is None:
                     states = shared_um[id(c.partitions)] = Q.states_json(c.partitions)
-                return Q.update_metadata_encoded(c, controller_id, states)
+                offline = offline_replicas.get(id(c.partitions)) if offline_replicas else None
+                return Q.update_metadata_encoded(c, controller_id, states, offline)
             return encode
 
         for c in commands:
@@ -105,6 +107,8 @@ class Senders:
                 log.warning("broker %d answered %s with %s: %s", broker_id, api, body.get("error"), body.get("message"))
             errors = Q.partition_errors(body)
             if api == Q.LEADER_AND_ISR:
+                if errors and any(e.startswith("KAFKA_STORAGE_ERROR") for _, e in errors):
+                    self.storage_errors_seen = True
                 if errors:
                     self.put_event(E.LeaderAndIsrResponded(at=self.clock(), broker_id=broker_id, errors=errors))
             elif api == Q.STOP_REPLICA:

@@ -118,6 +118,17 @@ class BrokerDefaultConfigChanged:
 
 
 @frozen
+class LogDirEventNotified:
+    """Brokers reported a failed log dir (`/log_dir_event_notification/log_dir_event_<seq>`,
+    each `{"version":1,"broker":B,"event":1}`); `brokers` lists the broker of every notification
+    read, which the adapter then deleted. Emitted by the controller's log-dir event watch
+    (adapters/log_dir_events.py)."""
+
+    at: int
+    brokers: tuple[int, ...] = attrs.field(converter=_tuple)
+
+
+@frozen
 class TopicDeletionsRequested:
     """The current children of `/admin/delete_topics`. Emitted by its child watch."""
 
@@ -263,6 +274,7 @@ Event = (
     | ZnodeWriteFailed
     | TimerFired
     | BrokerDefaultConfigChanged
+    | LogDirEventNotified
 )
 
 EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]

@@ -320,3 +320,58 @@ async def _registration(admin, broker_id):
         return None
     data, _ = await admin.get(f"/brokers/ids/{broker_id}")
     return json.loads(data)
+
+
+async def test_a_failed_log_dir_takes_its_replicas_offline_and_the_broker_keeps_the_rest(make_cluster, admin, kctl,
+                                                                                         tmp_path):
+    import os
+    import shutil
+
+    d1, d2 = tmp_path / "disk1", tmp_path / "disk2"
+    cluster = make_cluster()
+    cluster.spawn(2, 3)
+    cluster.procs.start_node(1, settings={"log.dirs": f"{d1},{d2}"})
+    await until(lambda: registered(admin, (1, 2, 3)), "three brokers", timeout=30)
+    await until(lambda: a_controller(admin), "a controller")
+    rc, _, err = await kctl("topics", "--create", "--topic", "p", "--replica-assignment", "1:2,1:3,2:1,3:1")
+    assert rc == 0, err
+    await until(lambda: settled(admin, "p"), "p online")
+
+    def placed():
+        where = {d: sorted(os.listdir(d)) for d in (d1, d2)}
+        return where if sum(len(v) for v in where.values()) == 4 else None
+    where = await until(lambda: _sync(placed), "a directory per replica of broker 1")
+    assert sorted(len(v) for v in where.values()) == [2, 2]  # new replicas go to the emptier dir
+    failed = d1 if any(n in where[d1] for n in ("p-0", "p-1")) else d2
+    kept = d2 if failed == d1 else d1
+    lost = {int(n.rsplit("-", 1)[1]) for n in where[failed]}
+
+    shutil.rmtree(failed)
+    failed.write_text("not a directory any more")
+    started = asyncio.get_running_loop().time()
+
+    async def moved():
+        states = await states_of(admin, "p")
+        for p in lost:
+            if states[p].leader == 1 or 1 in states[p].isr:
+                return None
+        return states
+    states = await until(moved, "the failed dir's replicas out of leadership and ISRs", timeout=15)
+    assert asyncio.get_running_loop().time() - started < 8
+    for p in set(range(4)) - lost:  # the other dir still serves
+        assert 1 in states[p].isr
+    await asyncio.sleep(2.0)  # the failed replicas stay out (their leaders do not let them back in)
+    states = await states_of(admin, "p")
+    assert all(1 not in states[p].isr for p in lost) and all(1 in states[p].isr for p in set(range(4)) - lost)
+    assert 1 in await live_brokers(admin)  # still registered
+    assert await admin.get_children("/log_dir_event_notification") == []  # read and deleted by the controller
+    assert cluster.procs.nodes[1].running()
+
+    shutil.rmtree(kept)  # the last dir: the broker exits non-zero, as Kafka halts
+    code = await asyncio.to_thread(cluster.procs.nodes[1].wait, 15)
+    assert code not in (None, 0)
+    assert "every log dir of broker 1 is offline" in cluster.procs.nodes[1].log_text()
+
+
+async def _sync(fn):
+    return fn()
