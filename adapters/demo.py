@@ -26,7 +26,8 @@ from .zookeeper_server import EmbeddedZooKeeper
 
 BROKERS = (1, 2, 3, 4)
 SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms": "200",
-            "replica.lag.time.max.ms": "2000", "auto.leader.rebalance.enable": "false"}
+            "replica.lag.time.max.ms": "2000", "auto.leader.rebalance.enable": "false",
+            "simulated.partition.bytes": "3000000"}  # what a moving replica copies (3 s at the demo's throttle)
 
 
 def _kctl(*args: str) -> tuple[int, str]:
@@ -120,8 +121,9 @@ def run_demo(keep: bool = False) -> int:
             plan.write_text(json.dumps({"version": 1, "partitions": [
                 {"topic": "events", "partition": 0, "replicas": target}]}))
             code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan),
-                              "--execute")
-            show("reassignment", f"kctl reassign-partitions --execute: events-0 -> {target}")
+                              "--execute", "--throttle", "1000000")
+            show("reassignment", f"kctl reassign-partitions --execute --throttle 1000000: events-0 -> {target} "
+                                 "(the new replica copies 3 MB at 1 MB/s)")
             wait("reassignment", lambda v: _verified(connect, plan))
             show("reassignment", "kctl reassign-partitions --verify: " + _kctl(
                 "reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")[1]
