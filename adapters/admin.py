@@ -873,7 +873,8 @@ async def cluster_summary(zk: ZkSession) -> dict:
     states = await _states(zk, tps)
     offline = under = imbalance = 0
     for tp in tps:
-        replicas = assignments[tp.topic][0][tp.partition].replicas
+        ra = assignments[tp.topic][0][tp.partition]
+        replicas = ra.replicas
         li = states.get(tp)
         leader = li.leader if li is not None else -1
         isr = li.isr if li is not None else ()
@@ -883,7 +884,9 @@ async def cluster_summary(zk: ZkSession) -> dict:
             continue
         if leader == -1 or leader not in live:
             offline += 1
-        if replicas and leader != replicas[0]:
+        if replicas and ra.adding and replicas[0] in ra.adding:
+            imbalance += replicas[0] in isr  # Kafka's rule while the preferred replica is being added
+        elif replicas and leader != replicas[0]:
             imbalance += 1
     reassigning = await _reassignment_in_progress(zk)
     return {

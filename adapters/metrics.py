@@ -353,7 +353,8 @@ def cluster_counts(state) -> ClusterCounts:
     """Kafka's definitions (KafkaController.updateMetrics), over one immutable state:
     offline = partitions whose leader is not a live (or shutting-down) broker, -1 included, or
     that have no leader state and are OfflinePartition; imbalance = partitions with a leader
-    state whose leader is not the first replica; both leave out topics queued for deletion.
+    state whose leader is not the first replica (while a reassignment adds that replica: whether
+    it is in the ISR); both leave out topics queued for deletion.
     Replicas to delete count the replicas of queued topics that are not ReplicaDeletionSuccessful."""
     live = frozenset(state.brokers.keys())
     deleting = state.topics_to_delete
@@ -371,7 +372,13 @@ def cluster_counts(state) -> ClusterCounts:
             continue
         if li.leader not in live:
             offline += 1
-        if li.leader != info.assignment.replicas[0]:
+        a = info.assignment
+        preferred = a.replicas[0]
+        if a.adding and preferred in a.adding:
+            # Kafka's rule for a reassignment adding the preferred replica: it counts once that
+            # replica has joined the ISR, whoever leads
+            imbalance += preferred in li.isr
+        elif li.leader != preferred:
             imbalance += 1
     to_delete = ineligible = 0
     for topic in deleting:
