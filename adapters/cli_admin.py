@@ -415,7 +415,7 @@ def _chosen_log_dirs(data: bytes) -> list[str]:
 
 def cmd_reassign_partitions(args) -> int:
     if args.generate:
-        _not_with(args, "generate", "reassignment-json-file")
+        _not_with(args, "generate", "reassignment-json-file", "throttle")
         if not args.topics_to_move_json_file or not args.broker_list:
             raise _bad("If --generate option is used, command must include both --topics-to-move-json-file and "
                        "--broker-list options")
