@@ -176,6 +176,8 @@ METRICS: tuple[MetricDef, ...] = (
            "requests queued for (or in flight to) one broker"),
     _kafka("kafka.controller:type=ControllerChannelManager,name=TotalQueueSize", "gauge",
            "requests queued for (or in flight to) every broker"),
+    _kafka("kafka.controller:type=ControllerChannelManager,name=RequestRateAndQueueTimeMs,broker-id=N", "summary",
+           "time requests to one broker waited in its queue before being sent (ms)"),
     MetricDef("kctl_controller_events_total", "counter", "events decided, by event type", labels=("event",)),
     MetricDef("kctl_controller_leader_elections_total", "counter",
               "partitions that got a new leader by an election (OfflinePartition or OnlinePartition -> OnlinePartition)"),
@@ -449,6 +451,17 @@ class NodeCollector(Collector):
         yield family
         d = metric("TotalQueueSize")
         yield GaugeMetricFamily(d.name, d.help, value=sum(sizes.values()))
+        d = metric("RequestRateAndQueueTimeMs")
+        family = Metric(d.name, d.help, "summary")
+        windows = dict(getattr(getattr(node, "senders", None), "queue_times", {}) or {}) if active else {}
+        for broker_id, window in sorted(windows.items()):
+            ordered, count, total = window.snapshot()
+            labels = {"broker_id": str(broker_id)}
+            for label, q in QUANTILES:
+                family.add_sample(d.name, {**labels, "quantile": label}, quantile(ordered, q))
+            family.add_sample(d.name + "_count", labels, count)
+            family.add_sample(d.name + "_sum", labels, total)
+        yield family
         yield from self._kctl(loop, state, active, counts, executor)
 
     def _kctl(self, loop, state, active, counts: ClusterCounts, executor) -> Iterable[Metric]:

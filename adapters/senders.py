@@ -38,6 +38,7 @@ class Senders:
         self.clock = clock
         self.on_ack = on_ack
         self.queues: dict[int, tuple[BrokerInfo, BrokerSendQueue]] = {}
+        self.queue_times: dict[int, object] = {}  # broker -> metrics.Window of queue times (ms)
         self.storage_errors_seen = False  # a broker reported a failed log dir: UpdateMetadata names offline replicas
 
     def sync_brokers(self, brokers) -> None:
@@ -53,6 +54,12 @@ class Senders:
                 queue = BrokerSendQueue(broker_id, info.host, info.port, secret=self.secret,
                                         on_response=self._responder(broker_id),
                                         request_timeout=self.request_timeout_s)
+                window = self.queue_times.get(broker_id)
+                if window is None:
+                    from .metrics import Window
+
+                    window = self.queue_times[broker_id] = Window()
+                queue.on_dequeue = window.observe
                 queue.start()
                 self.queues[broker_id] = (info, queue)
 
