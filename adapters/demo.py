@@ -124,10 +124,10 @@ def run_demo(keep: bool = False) -> int:
                               "--execute", "--throttle", "1000000")
             show("reassignment", f"kctl reassign-partitions --execute --throttle 1000000: events-0 -> {target} "
                                  "(the new replica copies 3 MB at 1 MB/s)")
-            wait("reassignment", lambda v: _verified(connect, plan))
-            show("reassignment", "kctl reassign-partitions --verify: " + _kctl(
-                "reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")[1]
-                 .splitlines()[-1])
+            verified: list[str] = []
+            wait("reassignment", lambda v: _verified(connect, plan, verified))
+            # the --verify that saw it complete removed the throttle
+            show("reassignment", "kctl reassign-partitions --verify: " + " ".join(verified[-1].splitlines()[-1:]))
 
             code, out = _kctl("leader-election", "--zookeeper", connect, "--election-type", "PREFERRED",
                               "--all-topic-partitions")
@@ -155,8 +155,10 @@ def run_demo(keep: bool = False) -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _verified(connect: str, plan: Path) -> bool:
+def _verified(connect: str, plan: Path, seen: list[str] | None = None) -> bool:
     code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")
+    if seen is not None:
+        seen.append(out)
     return "completed successfully" in out
 
 
