@@ -74,6 +74,8 @@ class DynamicConfigs:
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
+        if self._serial is not None:
+            self._serial.cancel()
 
     def get(self, entity_type: str, name: str) -> dict[str, str]:
         return self.configs.get((entity_type, name), {})

@@ -69,6 +69,8 @@ class LogDirEventWatch:
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
+        if self._serial is not None:
+            self._serial.cancel()
 
     def became_controller(self) -> None:
         """Delete the notifications there now, without acting on them (see the module doc)."""
