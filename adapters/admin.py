@@ -23,12 +23,14 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
+from . import dynconfig
 from . import requests as Q
+from . import throttle as throttling
 from . import zkdata, zkpaths
 from .zk import BadVersion, Create, NoAuth, NodeExists, NoNode, SetData, TransactionFailed, ZkSession
 
@@ -509,6 +511,9 @@ async def alter_topic_configs(zk: ZkSession, topic: str, add: Mapping[str, str],
     except (BadVersion, NodeExists, NoNode):
         raise ToolFailure(f"the configuration of topic {topic} changed meanwhile; nothing was written, "
                           "try again") from None
+    # every broker's config manager rereads the topic (Kafka's changeTopicConfig)
+    await zk.create(f"{dynconfig.CONFIG_CHANGES}/{dynconfig.CONFIG_CHANGE_PREFIX}",
+                    dynconfig.encode_change_notification(dynconfig.TOPICS, topic), sequential=True, make_parents=True)
     return config
 
 
@@ -545,16 +550,23 @@ async def describe_topics(
     under_replicated: bool = False,
     unavailable: bool = False,
     with_overrides: bool = False,
+    under_min_isr: bool = False,
+    at_min_isr: bool = False,
+    exclude_internal: bool = False,
 ) -> list[str]:
-    """kafka-topics.sh --describe lines (without line ends)."""
+    """kafka-topics.sh --describe lines (without line ends). `under_min_isr` / `at_min_isr`
+    report partitions whose ISR is below / exactly the topic's `min.insync.replicas` (default 1;
+    a partition without a leader is under it), as Kafka's `PartitionDescription` does."""
     names = _matching(await _topic_names(zk), topic)
+    if exclude_internal:
+        names = [t for t in names if t not in INTERNAL_TOPICS]
     if topic is not None and not names and not if_exists:
         raise AdminError(f"Topic '{topic}' does not exist as expected")
     live = set(await live_brokers(zk))
     marked = await _marked_for_deletion(zk)
     assignments = await _assignments(zk, names)
     configs = await _configs(zk, names)
-    describe_configs = not (under_replicated or unavailable)
+    describe_configs = not (under_replicated or unavailable or under_min_isr or at_min_isr)
     describe_partitions = not with_overrides
     lines = []
     for t in names:
@@ -576,14 +588,29 @@ async def describe_topics(
             li = states.get(TopicPartition(t, p))
             leader = li.leader if li is not None else -1
             isr = li.isr if li is not None else ()
-            if under_replicated and not len(isr) < len(replicas):
-                continue
-            if unavailable and not (leader == -1 or leader not in live):
-                continue
+            if not describe_configs:
+                min_isr = _min_isr(config)
+                reported = ((under_replicated and len(isr) < len(replicas))
+                            or (unavailable and (leader == -1 or leader not in live))
+                            or (under_min_isr and (leader < 0 or len(isr) < min_isr))
+                            or (at_min_isr and len(isr) == min_isr))
+                if not reported:
+                    continue
             shown_leader = "none" if leader < 0 else str(leader)
             lines.append(f"\tTopic: {t}\tPartition: {p}\tLeader: {shown_leader}\tReplicas: {_broker_ids(replicas)}"
                          f"\tIsr: {_broker_ids(isr)}{deleting}")
     return lines
+
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Kafka's `Topic.isInternal`."""
+
+
+def _min_isr(config: Mapping[str, str]) -> int:
+    try:
+        return int(config.get("min.insync.replicas", "1"))
+    except ValueError:
+        return 1
 
 
 # -- kafka-reassign-partitions.sh --------------------------------------------------------------
@@ -679,15 +706,25 @@ async def _validate_reassignment(zk: ZkSession, entries: Sequence[tuple[TopicPar
 
 
 async def execute_reassignment(
-    zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]]
+    zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]], *, throttle: int | None = None,
+    on_validated: Callable[[list[tuple[TopicPartition, tuple[int, ...]]]], None] | None = None,
 ) -> list[tuple[TopicPartition, tuple[int, ...]]]:
     """Validate, then create `/admin/reassign_partitions`. Returns the current assignment of
-    every partition of the topics involved (to print for rollback)."""
+    every partition of the topics involved (to print for rollback; also handed to
+    `on_validated` before anything is written). With `throttle` (bytes/s) the throttle keys are
+    written first, as Kafka's tool does (adapters/throttle.py)."""
     found = await _validate_reassignment(zk, entries)
     if await zk.exists(zkpaths.REASSIGN_PARTITIONS) is not None:
         raise AdminError("There is an existing assignment running.")
     current = [(TopicPartition(t, p), ra.target_replicas)
                for t in sorted(found) for p, ra in sorted(found[t][0].items())]
+    if on_validated is not None:
+        on_validated(current)
+    if throttle is not None:
+        existing = dict(current)
+        proposed = {tp: list(r) for tp, r in entries}
+        await throttling.set_replicas(zk, existing, proposed)
+        await throttling.set_rate(zk, existing, proposed, throttle)
     await _ensure(zk, zkpaths.ADMIN)
     try:
         await zk.create(zkpaths.REASSIGN_PARTITIONS,
@@ -695,6 +732,26 @@ async def execute_reassignment(
     except NodeExists:
         raise AdminError("There is an existing assignment running.") from None
     return current
+
+
+async def reassignment_running(zk: ZkSession) -> bool:
+    return await zk.exists(zkpaths.REASSIGN_PARTITIONS) is not None
+
+
+async def change_reassignment_throttle(zk: ZkSession, entries: Sequence[tuple[TopicPartition, Sequence[int]]],
+                                       rate: int) -> int:
+    """Kafka's `maybeLimit` on a running reassignment: the new rate on the same brokers (those
+    holding replicas of the file's topics now, and the file's targets)."""
+    found = await _assignments(zk, {tp.topic for tp, _ in entries})
+    existing = {TopicPartition(t, p): ra.replicas for t, (a, _) in found.items() for p, ra in a.items()}
+    await throttling.set_rate(zk, existing, {tp: list(r) for tp, r in entries}, rate)
+    return rate
+
+
+async def remove_reassignment_throttle(zk: ZkSession, topics: Iterable[str]) -> bool:
+    """Kafka's `removeThrottle` (call it once every partition completed): the rate keys from
+    every registered broker, the replica keys from `topics`. True if anything was removed."""
+    return await throttling.remove(zk, sorted(set(topics)), sorted(await live_brokers(zk)))
 
 
 async def verify_reassignment(
@@ -816,7 +873,8 @@ async def cluster_summary(zk: ZkSession) -> dict:
     states = await _states(zk, tps)
     offline = under = imbalance = 0
     for tp in tps:
-        replicas = assignments[tp.topic][0][tp.partition].replicas
+        ra = assignments[tp.topic][0][tp.partition]
+        replicas = ra.replicas
         li = states.get(tp)
         leader = li.leader if li is not None else -1
         isr = li.isr if li is not None else ()
@@ -826,7 +884,9 @@ async def cluster_summary(zk: ZkSession) -> dict:
             continue
         if leader == -1 or leader not in live:
             offline += 1
-        if replicas and leader != replicas[0]:
+        if replicas and ra.adding and replicas[0] in ra.adding:
+            imbalance += replicas[0] in isr  # Kafka's rule while the preferred replica is being added
+        elif replicas and leader != replicas[0]:
             imbalance += 1
     reassigning = await _reassignment_in_progress(zk)
     return {

@@ -56,6 +56,7 @@ from .replica_manager import (
     DEFAULT_REPLICA_LAG_TIME_MAX_MS,
     Clock,
     IsrProposal,
+    KafkaStorageError,
     ReplicaManager,
     SimulatedReplicaManager,
     monotonic_ms,
@@ -71,6 +72,7 @@ UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 INVALID_REQUEST = "INVALID_REQUEST"
 UNSUPPORTED = "UNSUPPORTED"
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
 
 NOTIFICATION_MAX_PARTITIONS = 10_000
 """Partitions per ISR change notification znode (keeps each well under ZooKeeper's 1 MiB limit)."""
@@ -196,12 +198,15 @@ class Broker:
         rm = self.replica_manager
         me = self.broker_id
         errors = []
+        offline = getattr(rm, "is_offline", None)  # log dirs (adapters/log_dirs.py)
         for i, view in enumerate(views):
             if i and not i % YIELD_EVERY:
                 await asyncio.sleep(0)  # a 100,000-partition request must not starve the ZooKeeper heartbeats
             tp = view.tp
             current = self._leader_epochs.get(tp, -1)
-            if view.leader_epoch <= current:
+            if offline is not None and offline(tp):
+                error = KAFKA_STORAGE_ERROR  # Kafka checks this first, whatever the leader epoch
+            elif view.leader_epoch <= current:
                 error = STALE_CONTROLLER_EPOCH
                 log.debug("broker %d: ignoring LeaderAndIsr for %s: leader epoch %d is not above %d",
                           me, tp, view.leader_epoch, current)
@@ -215,6 +220,9 @@ class Broker:
                         rm.become_leader(view)
                     else:
                         rm.become_follower(view)
+                except KafkaStorageError as exc:
+                    log.warning("broker %d: %s: %s", me, tp, exc)
+                    error = KAFKA_STORAGE_ERROR
                 except Exception:
                     log.exception("broker %d: replica manager failed on %s", me, tp)
                     error = UNKNOWN_SERVER_ERROR
@@ -248,6 +256,10 @@ class Broker:
         if not isinstance(shutting, list) or any(type(b) is not int for b in shutting):
             raise Q.RequestFormatError("shutting_down_brokers must be a list of broker ids")
         self._meta_brokers = {b.broker_id: b for b in brokers}
+        offline = body.get("offline_replicas")
+        if hasattr(self.replica_manager, "update_offline_replicas"):
+            self.replica_manager.update_offline_replicas(
+                [v.tp for v in views], {TopicPartition(t, p): frozenset(rs) for t, p, rs in offline or ()})
         # replicas on brokers in controlled shutdown have stopped fetching
         self.replica_manager.update_live_brokers(frozenset(self._meta_brokers) - frozenset(shutting))
         self._wakeup.set()
@@ -349,6 +361,10 @@ class Broker:
                 break
             if not await self.update_isr():
                 await asyncio.sleep(0.001)  # nothing was due after all: let time move on
+
+    def wake(self) -> None:
+        """Something changed when ISR changes fall due (a replication throttle): look again now."""
+        self._wakeup.set()
 
     def close(self) -> None:
         """Stop `run()` (after the write in progress, if any)."""

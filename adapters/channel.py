@@ -566,6 +566,7 @@ class BrokerSendQueue:
         self._on_response = on_response
         self._backoff = (low, high)
         self._request_timeout = request_timeout
+        self.on_dequeue: Callable[[float], None] | None = None
         self._compress_threshold = compress_threshold
         self._client = ControlClient(host, port, secret=secret, max_frame_bytes=max_frame_bytes,
                                      compress_threshold=compress_threshold)
@@ -649,6 +650,8 @@ class BrokerSendQueue:
                     await self._wakeup.wait()
                     continue
                 item = self._items[0]
+                if self.on_dequeue is not None:  # Kafka's RequestRateAndQueueTimeMs: waited in the queue
+                    self.on_dequeue((time.monotonic() - item.queued_at) * 1000.0)
                 response = await self._deliver(item)
                 if self._stopped or response is None:
                     return

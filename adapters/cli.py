@@ -92,7 +92,8 @@ KNOWN_NODE_KEYS = {
     "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
     "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
     "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
-    "journal.retry.backoff.ms": int,
+    "journal.retry.backoff.ms": int, "simulated.partition.bytes": int,
+    "log.dirs": str, "controlled.shutdown.enable": bool, "controller.socket.timeout.ms": int, "zookeeper.connection.timeout.ms": int,
 }
 
 
@@ -109,6 +110,9 @@ def _check_settings(settings: dict) -> None:
                 raise UsageError(f"{key} must be a non-negative 32-bit integer, got {value!r}")
         elif kind is bool and str(value).lower() not in ("true", "false"):
             raise UsageError(f"{key} must be true or false, got {value!r}")
+    for key in ("controller.socket.timeout.ms", "zookeeper.connection.timeout.ms"):
+        if key in settings and int(settings[key]) == 0:
+            raise UsageError(f"{key} must be positive, got 0")
     roles = {r.strip() for r in settings.get("process.roles", "broker,controller").split(",")}
     if not roles or not roles <= {"broker", "controller"} or "broker" not in roles:
         raise UsageError(f"process.roles must be broker or broker,controller, got {settings['process.roles']!r}")
@@ -192,9 +196,12 @@ def _check_port_free(port: int) -> None:
 
 def cmd_node(args) -> int:
     from .journal import JournalError
-    from .node import BrokerIdInUse, ClusterNode, NodeConfig
+    from .node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
     from .zk import Unreachable, ZkError
 
+    _apply_properties_file(args)
+    if args.broker_id is None:
+        raise UsageError("--broker-id is required (or broker.id in the --config file)")
     if not 0 <= args.broker_id <= INT32_MAX:
         raise UsageError(f"--broker-id must be a non-negative 32-bit integer, got {args.broker_id}")
     if args.rack is not None and not args.rack.strip():
@@ -203,7 +210,11 @@ def cmd_node(args) -> int:
         raise UsageError(f"--metrics-port must be a port number 0-65535, got {args.metrics_port}")
     host, port = _host_port(args.listen)
     check_connect_string(args.zookeeper)
-    settings = _settings(args.config, args.set)
+    settings = {**args.file_settings, **_settings(None, args.set)}
+    if args.log_dirs is not None:
+        if not [d for d in args.log_dirs.split(",") if d.strip()]:
+            raise UsageError("--log-dirs must name at least one directory")
+        settings["log.dirs"] = args.log_dirs
     _check_settings(settings)
     zk_auth = settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH") or None
     if zk_auth is not None and "zookeeper.auth" not in settings:
@@ -243,6 +254,8 @@ def cmd_node(args) -> int:
         except BrokerIdInUse as exc:
             await _release(node)
             raise UsageError(str(exc))
+        except LogDirsFailed as exc:
+            raise CommandFailure(str(exc)) from None
         except JournalError as exc:
             await _release(node)
             raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
@@ -255,7 +268,7 @@ def cmd_node(args) -> int:
         except OSError as exc:  # e.g. the --listen port is taken, the journal dir cannot be created
             await _release(node)
             raise CommandFailure(f"{exc.strerror or exc}: {exc.filename or args.listen}") from None
-        if terminated:
+        if terminated and config.get("controlled.shutdown.enable", True):
             # Kafka's controlled shutdown may wait (retries x backoff) for a leader that cannot
             # move; a second signal cuts it short, as a second Ctrl-C would be meant to.
             again = asyncio.Event()
@@ -285,6 +298,29 @@ async def _abandon(node) -> None:
         except Exception:  # noqa: BLE001 - exiting anyway; the session goes below
             pass
     await _release(node)
+
+
+def _apply_properties_file(args) -> None:
+    """`--config FILE` as a Kafka server.properties (adapters/node_properties.py): its identity
+    keys fill the flags not given, its node keys become settings, every other key is named in
+    one warning line."""
+    from .node_properties import PropertiesError, split_file_settings
+
+    raw = _settings(args.config, None) if args.config else {}
+    try:
+        identity, args.file_settings, ignored = split_file_settings(raw, set(KNOWN_NODE_KEYS))
+    except PropertiesError as exc:
+        raise UsageError(f"--config {args.config}: {exc}") from None
+    if ignored:
+        print(f"warning: --config {args.config}: ignoring {len(ignored)} key(s) kctl does not use: "
+              + ", ".join(sorted(ignored)), file=sys.stderr)
+    for name, value in identity.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.listen is None:
+        args.listen = "127.0.0.1:0"
+    if args.zookeeper is None:
+        args.zookeeper = os.environ.get("KCTL_ZOOKEEPER", DEFAULT_ZOOKEEPER)
 
 
 async def _release(node) -> None:
@@ -317,15 +353,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_zookeeper)
 
     p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")
-    p.add_argument("--broker-id", type=int, required=True, help="this node's broker id (Kafka's broker.id)")
-    _zookeeper(p)
-    p.add_argument("--listen", default="127.0.0.1:0", help="control-channel address HOST:PORT (port 0: any free port)")
+    p.add_argument("--broker-id", type=int, default=None,
+                   help="this node's broker id (Kafka's broker.id; or broker.id in --config)")
+    # flags win over --config, which wins over $KCTL_ZOOKEEPER and the built-in default
+    p.add_argument("--zookeeper", default=None,
+                   help="ZooKeeper connect string host:port[,host:port...][/chroot] (default: zookeeper.connect in "
+                        "--config, then $KCTL_ZOOKEEPER, then 127.0.0.1:2181)")
+    p.add_argument("--listen", default=None,
+                   help="control-channel address HOST:PORT (port 0: any free port; default: the PLAINTEXT listener "
+                        "of --config, else 127.0.0.1:0)")
     p.add_argument("--rack", default=None, help="rack of this broker (Kafka's broker.rack), for rack-aware placement")
     p.add_argument("--journal-dir", default=None,
                    help="where this node's controller journal and its state-change.log go")
     p.add_argument("--metrics-port", type=int, default=None,
                    help="serve Prometheus metrics (Kafka's names) on this port, on the --listen host (0: any free port)")
-    p.add_argument("--config", default=None, help="a properties file of Kafka-named settings")
+    p.add_argument("--log-dirs", default=None, metavar="D1,D2",
+                   help="log directories (Kafka's log.dirs): each replica is a directory <dir>/<topic>-<partition>; "
+                        "a dir that can no longer be written goes offline and is reported to the controller")
+    p.add_argument("--config", default=None,
+                   help="a Kafka server.properties: broker.id, broker.rack, listeners, zookeeper.connect and the "
+                        "node keys are used, other Kafka keys are ignored with one warning line")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="stderr and state-change.log lines as text or as one JSON object each")

@@ -26,7 +26,7 @@ from typing import Awaitable, Callable
 
 from controller_core.values import TopicPartition
 
-from . import admin, zkdata
+from . import admin, dynconfig, zkdata
 from .zk import NoAuth, TransactionFailed, Unreachable, ZkError, ZkSession
 
 ZK_CONNECT_TIMEOUT_S = 15.0
@@ -72,6 +72,14 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
                    help="with --describe: only partitions whose leader is not available")
     p.add_argument("--topics-with-overrides", action="store_true",
                    help="with --describe: only topics that have config overrides")
+    p.add_argument("--under-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR is smaller than the topic's min.insync.replicas "
+                        "(default 1), or that have no leader")
+    p.add_argument("--at-min-isr-partitions", action="store_true",
+                   help="with --describe: only partitions whose ISR size equals the topic's min.insync.replicas")
+    p.add_argument("--exclude-internal", action="store_true",
+                   help="with --describe and --list: leave out Kafka's internal topics (__consumer_offsets, "
+                        "__transaction_state)")
     p.set_defaults(func=cmd_topics)
 
     # -- reassign-partitions
@@ -90,6 +98,9 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
     p.add_argument("--topics-to-move-json-file", metavar="FILE", help='{"version":1,"topics":[{"topic":"t"}]}')
     p.add_argument("--broker-list", metavar="1,2,3", help="with --generate: the brokers to place replicas on")
     p.add_argument("--disable-rack-aware", action="store_true", help="with --generate: ignore racks")
+    p.add_argument("--throttle", type=int, metavar="BYTES_PER_S",
+                   help="with --execute: throttle the replication of the moving replicas to this rate (bytes/s); "
+                        "rerun while the reassignment runs to change the rate; --verify removes it once done")
     p.set_defaults(func=cmd_reassign_partitions)
 
     # -- leader-election
@@ -118,6 +129,10 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
     _zk_auth(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_cluster)
+
+    from .cli_configs import add_configs_command
+
+    add_configs_command(subparsers, _zookeeper, _zk_auth, _run, _bad)
 
 
 def _zk_auth(parser) -> None:
@@ -169,7 +184,7 @@ def _run(args, work: Callable[[ZkSession], Awaitable[int]]) -> int:
         return asyncio.run(main())
     except admin.AdminError as exc:
         raise _bad(str(exc)) from None
-    except admin.ToolFailure as exc:
+    except (admin.ToolFailure, dynconfig.ConfigWriteConflict) as exc:
         _fail(str(exc))
         return 1
     except (NoAuth, TransactionFailed) as exc:
@@ -240,7 +255,7 @@ def _require_topic(args, action: str) -> str:
 def _topics_create(args) -> int:
     topic = _require_topic(args, "create")
     _not_with(args, "create", "delete-config", "if-exists", "under-replicated-partitions", "unavailable-partitions",
-              "topics-with-overrides")
+              "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions", "exclude-internal")
     try:
         admin.validate_topic_name(topic)
         configs = admin.parse_topic_configs(args.config)
@@ -272,7 +287,8 @@ def _topics_create(args) -> int:
 def _topics_alter(args) -> int:
     topic = _require_topic(args, "alter")
     _not_with(args, "alter", "replication-factor", "if-not-exists", "under-replicated-partitions",
-              "unavailable-partitions", "topics-with-overrides")
+              "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions",
+              "exclude-internal")
     if args.partitions is None and not args.config and not args.delete_config:
         raise _bad("--alter requires --partitions, --config or --delete-config")
     if args.replica_assignment is not None and args.partitions is None:
@@ -312,7 +328,8 @@ def _topics_alter(args) -> int:
 def _topics_delete(args) -> int:
     topic = _require_topic(args, "delete")
     _not_with(args, "delete", "partitions", "replication-factor", "replica-assignment", "config", "delete-config",
-              "if-not-exists", "under-replicated-partitions", "unavailable-partitions", "topics-with-overrides")
+              "if-not-exists", "under-replicated-partitions", "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions",
+              "at-min-isr-partitions", "exclude-internal")
 
     async def work(zk) -> int:
         for t, already in await admin.delete_topics(zk, topic, if_exists=args.if_exists):
@@ -326,14 +343,24 @@ def _topics_delete(args) -> int:
     return _run(args, work)
 
 
+_REPORTS = ("under-replicated-partitions", "unavailable-partitions", "under-min-isr-partitions",
+            "at-min-isr-partitions")
+
+
 def _topics_describe(args) -> int:
     _not_with(args, "describe", "partitions", "replication-factor", "replica-assignment", "config", "delete-config",
               "if-not-exists")
+    for report in _REPORTS[2:]:
+        if getattr(args, report.replace("-", "_")):
+            # Kafka's rule: one replication report at a time, and not with --topics-with-overrides
+            _not_with(args, report, *(r for r in _REPORTS if r != report), "topics-with-overrides")
 
     async def work(zk) -> int:
         for line in await admin.describe_topics(
                 zk, args.topic, if_exists=args.if_exists, under_replicated=args.under_replicated_partitions,
-                unavailable=args.unavailable_partitions, with_overrides=args.topics_with_overrides):
+                unavailable=args.unavailable_partitions, with_overrides=args.topics_with_overrides,
+                under_min_isr=args.under_min_isr_partitions, at_min_isr=args.at_min_isr_partitions,
+                exclude_internal=args.exclude_internal):
             print(line)
         return 0
 
@@ -343,10 +370,12 @@ def _topics_describe(args) -> int:
 def _topics_list(args) -> int:
     _not_with(args, "list", "partitions", "replication-factor", "replica-assignment", "config",
               "delete-config", "if-exists", "if-not-exists", "under-replicated-partitions",
-              "unavailable-partitions", "topics-with-overrides")
+              "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions")
 
     async def work(zk) -> int:
         topics = await admin.list_topics(zk)
+        if args.exclude_internal:
+            topics = [(t, marked) for t, marked in topics if t not in admin.INTERNAL_TOPICS]
         if args.topic is not None:
             pattern = admin.topic_pattern(args.topic)
             topics = [(t, marked) for t, marked in topics if pattern.fullmatch(t)]
@@ -370,14 +399,30 @@ def _reassignment_file(args, action: str):
                    "during the --generate option")
     data = _read_file(args.reassignment_json_file, "--reassignment-json-file")
     try:
-        return zkdata.decode_reassignment_file(data)
+        entries = zkdata.decode_reassignment_file(data)
     except zkdata.ZnodeFormatError as exc:
         raise _bad(f"{args.reassignment_json_file}: {exc}") from None
+    chosen = _chosen_log_dirs(data)
+    if chosen:
+        raise _bad(f"{args.reassignment_json_file}: log_dirs must be \"any\": moving a replica to a chosen log "
+                   f"directory is not supported ({chosen[0]})")
+    return entries
+
+
+def _chosen_log_dirs(data: bytes) -> list[str]:
+    """`topic-partition: dir` for each `log_dirs` entry other than "any" (the file already
+    decoded, so its shape is known to be right)."""
+    out = []
+    for entry in json.loads(data).get("partitions") or []:
+        for d in entry.get("log_dirs") or []:
+            if d != zkdata.ANY_LOG_DIR:
+                out.append(f"{entry['topic']}-{entry['partition']}: {d}")
+    return out
 
 
 def cmd_reassign_partitions(args) -> int:
     if args.generate:
-        _not_with(args, "generate", "reassignment-json-file")
+        _not_with(args, "generate", "reassignment-json-file", "throttle")
         if not args.topics_to_move_json_file or not args.broker_list:
             raise _bad("If --generate option is used, command must include both --topics-to-move-json-file and "
                        "--broker-list options")
@@ -401,12 +446,30 @@ def cmd_reassign_partitions(args) -> int:
 
     _not_with(args, "execute" if args.execute else "verify", "topics-to-move-json-file", "broker-list",
               "disable-rack-aware")
+    if args.verify:
+        _not_with(args, "verify", "throttle")
+    if args.throttle is not None and args.throttle <= 0:
+        raise _bad(f"--throttle must be a positive number of bytes per second, got {args.throttle}")
     entries = _reassignment_file(args, "execute" if args.execute else "verify")
     if args.execute:
         async def execute(zk) -> int:
-            current = await admin.execute_reassignment(zk, entries)
-            print(f"Current partition replica assignment\n\n{_reassignment_json(current)}\n\n"
-                  "Save this to use as the --reassignment-json-file option during rollback")
+            if args.throttle is not None and await admin.reassignment_running(zk):
+                # Kafka's executeAssignment: a running reassignment only gets its rate changed
+                print("There is an existing assignment running.")
+                rate = await admin.change_reassignment_throttle(zk, entries, args.throttle)
+                print(f"The inter-broker throttle limit was set to {rate} B/s")
+                return 0
+            def validated(current) -> None:
+                print(f"Current partition replica assignment\n\n{_reassignment_json(current)}\n\n"
+                      "Save this to use as the --reassignment-json-file option during rollback")
+                if args.throttle is not None:
+                    print("Warning: You must run Verify periodically, until the reassignment completes, to ensure the "
+                          "throttle is removed. You can also alter the throttle by rerunning the Execute command "
+                          "passing a new value.")
+
+            await admin.execute_reassignment(zk, entries, throttle=args.throttle, on_validated=validated)
+            if args.throttle is not None:
+                print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
             print("Successfully started reassignment of partitions.")
             return 0
 
@@ -414,13 +477,17 @@ def cmd_reassign_partitions(args) -> int:
 
     async def verify(zk) -> int:
         print("Status of partition reassignment: ")
-        for tp, status in await admin.verify_reassignment(zk, entries):
+        statuses = await admin.verify_reassignment(zk, entries)
+        for tp, status in statuses:
             if status == admin.REASSIGNMENT_COMPLETED:
                 print(f"Reassignment of partition {tp} completed successfully")
             elif status == admin.REASSIGNMENT_IN_PROGRESS:
                 print(f"Reassignment of partition {tp} is still in progress")
             else:
                 print(f"Reassignment of partition {tp} failed")
+        if all(status == admin.REASSIGNMENT_COMPLETED for _, status in statuses):
+            if await admin.remove_reassignment_throttle(zk, [tp.topic for tp, _ in entries]):
+                print("Throttle was removed.")
         return 0
 
     return _run(args, verify)

@@ -42,7 +42,8 @@ _ELECTION = {
     "TopicConfigsChanged": "offline", "ControlledShutdownRequested": "controlled-shutdown",
     "PreferredElectionRequested": "preferred", "TimerFired": "preferred (auto rebalance)",
     "LeaderElectionRequested": "requested", "ReassignmentRequested": "reassignment",
-    "PartitionStatesObserved": "reassignment",
+    "PartitionStatesObserved": "reassignment", "BrokerDefaultConfigChanged": "offline",
+    "LeaderAndIsrResponded": "offline (failed log dir)",
 }
 """The election rule a decision's cause implies, for the log line (the core does not say)."""
 

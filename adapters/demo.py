@@ -29,7 +29,8 @@ from .zookeeper_server import EmbeddedZooKeeper
 
 BROKERS = (1, 2, 3, 4)
 SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms": "200",
-            "replica.lag.time.max.ms": "2000", "auto.leader.rebalance.enable": "false"}
+            "replica.lag.time.max.ms": "2000", "auto.leader.rebalance.enable": "false",
+            "simulated.partition.bytes": "3000000"}  # what a moving replica copies (3 s at the demo's throttle)
 
 
 def _kctl(*args: str) -> tuple[int, str]:
@@ -163,12 +164,13 @@ def run_demo(keep: bool = False) -> int:
             plan.write_text(json.dumps({"version": 1, "partitions": [
                 {"topic": "events", "partition": 0, "replicas": target}]}))
             code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan),
-                              "--execute")
-            show("reassignment", f"kctl reassign-partitions --execute: events-0 -> {target}")
-            wait("reassignment", lambda v: _verified(connect, plan))
-            show("reassignment", "kctl reassign-partitions --verify: " + _kctl(
-                "reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")[1]
-                 .splitlines()[-1])
+                              "--execute", "--throttle", "1000000")
+            show("reassignment", f"kctl reassign-partitions --execute --throttle 1000000: events-0 -> {target} "
+                                 "(the new replica copies 3 MB at 1 MB/s)")
+            verified: list[str] = []
+            wait("reassignment", lambda v: _verified(connect, plan, verified))
+            # the --verify that saw it complete removed the throttle
+            show("reassignment", "kctl reassign-partitions --verify: " + " ".join(verified[-1].splitlines()[-1:]))
 
             code, out = _kctl("leader-election", "--zookeeper", connect, "--election-type", "PREFERRED",
                               "--all-topic-partitions")
@@ -199,8 +201,10 @@ def run_demo(keep: bool = False) -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _verified(connect: str, plan: Path) -> bool:
+def _verified(connect: str, plan: Path, seen: list[str] | None = None) -> bool:
     code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")
+    if seen is not None:
+        seen.append(out)
     return "completed successfully" in out
 
 

@@ -147,7 +147,10 @@ class Executor:
             else:
                 raise TypeError(f"no executor for {c!r}")
         if sends:
-            self.senders.send(sends)
+            if getattr(self.senders, "storage_errors_seen", False):
+                self.senders.send(sends, offline_replicas=_offline_replicas(sends, state))
+            else:
+                self.senders.send(sends)
 
     def busy(self) -> bool:
         """Writes in flight or broker requests not yet acknowledged."""
@@ -162,3 +165,26 @@ class Executor:
                 if "unclean" in e.detail:
                     self.unclean_elections += len(e.partitions)
         statelog.log_state_changes(c, state, self.controller_id, self.event_seq())
+
+
+def _offline_replicas(sends, state: ControllerState) -> dict:
+    """{id(partitions of an UpdateMetadata): [[topic, partition, [replicas]], ...]}: replicas in
+    OfflineReplica on live brokers, which is where a failed log dir puts them (only computed
+    once some broker reported KAFKA_STORAGE_ERROR)."""
+    from controller_core.machines import ReplicaState
+
+    out: dict = {}
+    live = state.brokers
+    for c in sends:
+        if type(c) is not C.SendUpdateMetadata or id(c.partitions) in out:
+            continue
+        found = []
+        for view in c.partitions:
+            info = state.partitions.get(view.tp)
+            if info is None:
+                continue
+            offline = [r for r, s in info.replica_states if s is ReplicaState.OFFLINE and r in live]
+            if offline:
+                found.append([view.tp.topic, view.tp.partition, sorted(offline)])
+        out[id(c.partitions)] = found
+    return out

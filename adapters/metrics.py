@@ -122,6 +122,7 @@ EVENT_STATES: dict[str, str] = {
     "PreferredElectionRequested": "ManualLeaderBalance", "LeaderElectionRequested": "ManualLeaderBalance",
     "PartitionStatesObserved": "IsrChange", "ControlledShutdownRequested": "ControlledShutdown",
     "LeaderAndIsrResponded": "LeaderAndIsrResponseReceived", "TimerFired": "AutoLeaderBalance",
+    "BrokerDefaultConfigChanged": "UncleanLeaderElectionEnable", "LogDirEventNotified": "LogDirChange",
 }
 """Our events as the Kafka controller states whose work they do. Kafka's config-change event
 that matters to the controller is TopicUncleanLeaderElectionEnable; a PartitionStatesObserved
@@ -137,6 +138,8 @@ TIMERS: dict[str, str] = {
     "ControlledShutdown": "ControlledShutdownRateAndTimeMs", "IsrChange": "IsrChangeRateAndTimeMs",
     "LeaderAndIsrResponseReceived": "LeaderAndIsrResponseReceivedRateAndTimeMs",
     "TopicUncleanLeaderElectionEnable": "TopicUncleanLeaderElectionEnableRateAndTimeMs",
+    "UncleanLeaderElectionEnable": "UncleanLeaderElectionEnableRateAndTimeMs",
+    "LogDirChange": "LogDirChangeRateAndTimeMs",
 }
 """Kafka's per-state `ControllerStats` timers (BrokerChange keeps its historical name,
 LeaderElectionRateAndTimeMs). Each measures a decision from the start of its step until its
@@ -157,7 +160,7 @@ _GAUGES = (
     ("ControllerState", "the Kafka ControllerState of the decision in progress (0 Idle, 1 ControllerChange, "
                         "2 BrokerChange, 3 TopicChange, 4 TopicDeletion, 5 AlterPartitionReassignment, "
                         "6 AutoLeaderBalance, 7 ManualLeaderBalance, 8 ControlledShutdown, 9 IsrChange, "
-                        "10 LeaderAndIsrResponseReceived, 14 TopicUncleanLeaderElectionEnable)"),
+                        "10 LeaderAndIsrResponseReceived, 11 LogDirChange, 13 UncleanLeaderElectionEnable, 14 TopicUncleanLeaderElectionEnable)"),
 )
 
 _SEL = "kafka.server:type=SessionExpireListener,name="
@@ -188,6 +191,8 @@ METRICS: tuple[MetricDef, ...] = (
               "time this node's ZooKeeper client spent without a connection since its first one (s)"),
     MetricDef("kctl_zookeeper_handshake_failures_total", "counter",
               "servers that closed the session handshake: behind the last zxid this client saw, or not serving"),
+    _kafka("kafka.controller:type=ControllerChannelManager,name=RequestRateAndQueueTimeMs,broker-id=N", "summary",
+           "time requests to one broker waited in its queue before being sent (ms)"),
     MetricDef("kctl_controller_events_total", "counter", "events decided, by event type", labels=("event",)),
     MetricDef("kctl_controller_leader_elections_total", "counter",
               "partitions that got a new leader by an election (OfflinePartition or OnlinePartition -> OnlinePartition)"),
@@ -367,7 +372,8 @@ def cluster_counts(state) -> ClusterCounts:
     """Kafka's definitions (KafkaController.updateMetrics), over one immutable state:
     offline = partitions whose leader is not a live (or shutting-down) broker, -1 included, or
     that have no leader state and are OfflinePartition; imbalance = partitions with a leader
-    state whose leader is not the first replica; both leave out topics queued for deletion.
+    state whose leader is not the first replica (while a reassignment adds that replica: whether
+    it is in the ISR); both leave out topics queued for deletion.
     Replicas to delete count the replicas of queued topics that are not ReplicaDeletionSuccessful."""
     live = frozenset(state.brokers.keys())
     deleting = state.topics_to_delete
@@ -385,7 +391,13 @@ def cluster_counts(state) -> ClusterCounts:
             continue
         if li.leader not in live:
             offline += 1
-        if li.leader != info.assignment.replicas[0]:
+        a = info.assignment
+        preferred = a.replicas[0]
+        if a.adding and preferred in a.adding:
+            # Kafka's rule for a reassignment adding the preferred replica: it counts once that
+            # replica has joined the ISR, whoever leads
+            imbalance += preferred in li.isr
+        elif li.leader != preferred:
             imbalance += 1
     to_delete = ineligible = 0
     for topic in deleting:
@@ -456,6 +468,17 @@ class NodeCollector(Collector):
         yield family
         d = metric("TotalQueueSize")
         yield GaugeMetricFamily(d.name, d.help, value=sum(sizes.values()))
+        d = metric("RequestRateAndQueueTimeMs")
+        family = Metric(d.name, d.help, "summary")
+        windows = dict(getattr(getattr(node, "senders", None), "queue_times", {}) or {}) if active else {}
+        for broker_id, window in sorted(windows.items()):
+            ordered, count, total = window.snapshot()
+            labels = {"broker_id": str(broker_id)}
+            for label, q in QUANTILES:
+                family.add_sample(d.name, {**labels, "quantile": label}, quantile(ordered, q))
+            family.add_sample(d.name + "_count", labels, count)
+            family.add_sample(d.name + "_sum", labels, total)
+        yield family
         yield from self._kctl(loop, state, active, counts, executor)
         yield from self._zookeeper(getattr(node, "zk", None))
 

@@ -102,6 +102,10 @@ class BrokerIdInUse(Exception):
     pass
 
 
+class LogDirsFailed(Exception):
+    """Every log dir of this broker is offline (the node exits non-zero)."""
+
+
 class ClusterNode:
     def __init__(self, config: NodeConfig, *, replica_manager=None, instruments=None):
         """`instruments` (benchmarks) may define on_event(event, timing), on_ack(broker, api,
@@ -138,7 +142,8 @@ class ClusterNode:
         session_ms = cfg.get("zookeeper.session.timeout.ms", 6000)
         acl = cfg.get("zookeeper.set.acl", False)
         auth = ("digest", cfg.zk_auth) if cfg.zk_auth else None
-        self.zk = await ZkSession.connect(cfg.zookeeper, session_timeout_ms=session_ms, auth=auth, acl_mode=acl)
+        self.zk = await ZkSession.connect(cfg.zookeeper, session_timeout_ms=session_ms, auth=auth, acl_mode=acl,
+                                          timeout=cfg.get("zookeeper.connection.timeout.ms", 30000) / 1000)
         for path in zkpaths.PERSISTENT_PATHS:
             await self.zk.ensure_path(path)
         await self._ensure_cluster_id()
@@ -151,7 +156,8 @@ class ClusterNode:
         self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes,
                                on_written=getattr(probe, "on_written", None))
         self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
-                               on_ack=getattr(probe, "on_ack", None))
+                               on_ack=getattr(probe, "on_ack", None),
+                               request_timeout_s=cfg.get("controller.socket.timeout.ms", 30000) / 1000)
         self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms,
@@ -167,6 +173,7 @@ class ClusterNode:
             self.state_changes.hold_while(lambda: loop.bursting)
         self.broker = self._make_broker()
         self.kafka = self._make_kafka_apis()
+        self._open_log_dirs()
         self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret,
                                     foreign=self._serve_kafka_client)
         await self.server.start()
@@ -174,10 +181,88 @@ class ClusterNode:
         self._spawn(self.loop.run(), "controller-loop")
         if hasattr(self.broker, "run"):
             self._spawn(self.broker.run(), "broker")
+        await self._follow_dynamic_configs()
+        from .log_dir_events import LogDirEventWatch
+
+        self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active)
+        await self.log_dir_events.start()
+        if self.log_dirs is not None:
+            self._spawn(self.log_dirs.watch(), "log-dirs")
         self.zk.on_session_change(self._on_session_change)
         await self._register()
         self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, self._on_controller)
         self.started = True
+
+    def _open_log_dirs(self) -> None:
+        """`log.dirs` (`--log-dirs`): replicas become directories, and a failed dir is reported
+        (adapters/log_dirs.py). Without it the broker keeps no files."""
+        from .log_dirs import LogDirReplicaManager, LogDirs
+
+        self.log_dirs = None
+        dirs = [d.strip() for d in str(self.config.settings.get("log.dirs", "")).split(",") if d.strip()]
+        if not dirs or not hasattr(self.broker, "replica_manager"):
+            return
+        self.log_dirs = LogDirs(dirs, on_failure=self._log_dir_failed, on_all_failed=self._all_log_dirs_failed)
+        self.log_dirs.open()
+        self.broker.replica_manager = LogDirReplicaManager(self.broker.replica_manager, self.log_dirs)
+
+    def _log_dir_failed(self, directory: str, replicas) -> None:
+        from .log_dir_events import notify
+
+        self.broker.replica_manager.stop_failed(replicas)
+
+        async def report() -> None:
+            while not self._stopping:
+                try:
+                    await notify(self.zk, self.broker_id)
+                    return
+                except ZkError as exc:
+                    log.warning("cannot write the log dir event yet: %s", exc)
+                    await asyncio.sleep(0.5)
+        self._spawn(report(), "log-dir-event")
+
+    def _all_log_dirs_failed(self) -> None:
+        """Kafka halts a broker whose every log dir is offline."""
+        log.critical("broker %d: every log dir is offline; shutting down", self.broker_id)
+        self.crashed = LogDirsFailed(f"every log dir of broker {self.broker_id} is offline: "
+                                     + ", ".join(self.log_dirs.offline))
+        self._crash_event.set()
+
+    async def _follow_dynamic_configs(self) -> None:
+        """Kafka's config manager: throttles for the simulated replica manager, the cluster
+        default `unclean.leader.election.enable` for the controller (adapters/config_watch.py)."""
+        from .config_watch import DynamicConfigs
+        from .replica_manager import SimulatedReplicaManager
+
+        self._unclean_default: bool | None = None
+        self.dynamic_configs = DynamicConfigs(self.zk, self._on_config_change)
+        rm = getattr(self.broker, "replica_manager", None)
+        rm = getattr(rm, "inner", rm)  # under the log dirs' wrapper
+        if isinstance(rm, SimulatedReplicaManager):
+            rm.throttle = self.dynamic_configs.throttle_rate
+            rm.partition_bytes = self.config.get("simulated.partition.bytes", rm.partition_bytes)
+        await self.dynamic_configs.start()
+
+    def _on_config_change(self, entity_type: str, name: str) -> None:
+        from . import dynconfig as D
+
+        rm = getattr(self.broker, "replica_manager", None)
+        if hasattr(rm, "throttles_changed"):
+            rm.throttles_changed()
+            if hasattr(self.broker, "wake"):
+                self.broker.wake()
+        if (entity_type, name) != (D.BROKERS, D.DEFAULT_ENTITY):
+            return
+        raw = self.dynamic_configs.get(D.BROKERS, D.DEFAULT_ENTITY).get(D.UNCLEAN_KEY)
+        value = None if raw is None else raw.strip().lower()
+        if value not in (None, "true", "false"):
+            log.error("ignoring %s=%r in /config/brokers/%s: expected true or false", D.UNCLEAN_KEY, raw, name)
+            return
+        unclean = None if value is None else value == "true"
+        if unclean != self._unclean_default:
+            self._unclean_default = unclean
+            log.info("cluster default %s is now %s", D.UNCLEAN_KEY, "unset" if unclean is None else value)
+            self._put(E.BrokerDefaultConfigChanged(at=now_ms(), unclean_leader_election_enable=unclean))
 
     def _make_broker(self):
         from .broker import Broker
@@ -366,6 +451,8 @@ class ClusterNode:
             if self.active and self.term == term:
                 self._put(E.ControllerElected(at=now_ms(), epoch=epoch, epoch_zk_version=epoch_zk_version,
                                               snapshot=snapshot))
+        if getattr(self, "log_dir_events", None) is not None:
+            self.log_dir_events.became_controller()
         try:
             await self.watches.start(elected)
         except ZkError as exc:
@@ -519,6 +606,10 @@ class ClusterNode:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if getattr(self, "dynamic_configs", None) is not None:
+            self.dynamic_configs.stop()
+        if getattr(self, "log_dir_events", None) is not None:
+            self.log_dir_events.stop()
         self.senders.stop_all()
         self.timers.cancel_all()
         self.writer.close()

@@ -30,6 +30,11 @@ leader maintains its ISR, with the brokers' liveness standing in for fetch reque
   stopped (as seen by this leader). The leader itself is never dropped, so the ISR never becomes
   empty.
 - Before the first UpdateMetadata nothing is known about liveness, and no ISR changes.
+- Replication throttles (Kafka's `*.replication.throttled.*` dynamic configs): when the
+  `throttle(tp, leader, follower)` hook the node gives returns a rate in bytes/s, copying the
+  partition's `partition_bytes` takes `partition_bytes / rate` seconds more, so a throttled
+  follower joins the ISR that much later. A rate change (`throttles_changed()`) reschedules at
+  once; the copy is then timed at the new rate from when the follower started fetching.
 
 The time-driven part follows aioquic's habit: `next_isr_deadline()` says when something next
 becomes due and `isr_proposals()` returns what is due. Everything happens on the values you
@@ -55,6 +60,17 @@ ROLE_STOPPED = "stopped"
 DEFAULT_REPLICA_LAG_TIME_MAX_MS = 10_000
 DEFAULT_CATCH_UP_DELAY_MS = 300
 DEFAULT_RETRY_BACKOFF_MS = 500
+DEFAULT_PARTITION_BYTES = 10_000_000
+"""A simulated partition's size: what a throttled follower has to copy before it joins the ISR."""
+
+Throttle = Callable[[TopicPartition, int, int], "float | None"]
+"""`throttle(tp, leader, follower)`: the replication rate (bytes/s) that applies to `follower`
+copying `tp` from `leader`, or None when it is not throttled."""
+
+class KafkaStorageError(Exception):
+    """A replica manager cannot host this replica: its log dir is offline. The broker answers
+    the partition with KAFKA_STORAGE_ERROR (adapters/log_dirs.py)."""
+
 
 Clock = Callable[[], float]
 """Milliseconds on any monotonic scale."""
@@ -195,7 +211,8 @@ class _Replica:
     """Mutable local state of one partition (internal; `ReplicaState` is the public snapshot)."""
 
     __slots__ = ("tp", "role", "leader", "leader_epoch", "controller_epoch", "zk_version", "isr", "replicas",
-                 "log_end_offset", "followers", "stopped", "removed", "in_flight", "blocked", "retry_at")
+                 "log_end_offset", "followers", "stopped", "removed", "in_flight", "blocked", "retry_at",
+                 "offline")
 
     def __init__(self, tp: TopicPartition):
         self.tp = tp
@@ -213,6 +230,7 @@ class _Replica:
         self.in_flight = False  # a proposal is being written
         self.blocked = False  # the znode holds something this leader cannot explain: wait for LeaderAndIsr
         self.retry_at = 0.0
+        self.offline: frozenset[int] = frozenset()  # followers on a failed log dir (UpdateMetadata)
 
     def apply(self, view: PartitionView, role: str) -> None:
         self.role = role
@@ -243,10 +261,16 @@ class SimulatedReplicaManager:
         catch_up_delay_ms: float = DEFAULT_CATCH_UP_DELAY_MS,
         retry_backoff_ms: float = DEFAULT_RETRY_BACKOFF_MS,
         clock: Clock = monotonic_ms,
+        throttle: Throttle | None = None,
+        partition_bytes: int = DEFAULT_PARTITION_BYTES,
     ):
         if replica_lag_time_max_ms < 0 or catch_up_delay_ms < 0 or retry_backoff_ms < 0:
             raise ValueError("delays must not be negative")
+        if partition_bytes < 0:
+            raise ValueError("partition_bytes must not be negative")
         self.broker_id = broker_id
+        self.throttle = throttle
+        self.partition_bytes = partition_bytes
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.catch_up_delay_ms = catch_up_delay_ms
         self.retry_backoff_ms = retry_backoff_ms
@@ -338,6 +362,20 @@ class SimulatedReplicaManager:
             if refresh:
                 self._refresh(r, now)
 
+    def update_offline_replicas(self, tps, offline: Mapping[TopicPartition, frozenset[int]]) -> None:
+        """An UpdateMetadata's offline replicas for `tps` (those it carries): a follower on a failed
+        log dir does not fetch, so it never rejoins the ISR while it is listed."""
+        now = self._clock()
+        for tp in tps:
+            r = self._replicas.get(tp)
+            if r is None:
+                continue
+            listed = offline.get(tp, frozenset())
+            if listed != r.offline:
+                r.offline = listed
+                if r.role == ROLE_LEADER:
+                    self._refresh(r, now)
+
     @property
     def live_brokers(self) -> frozenset[int] | None:
         return self._live
@@ -428,7 +466,7 @@ class SimulatedReplicaManager:
     def _fetching(self, r: _Replica, broker: int) -> bool:
         live = self._live
         return (live is not None and broker in live and broker in r.replicas and broker not in r.stopped
-                and broker not in r.removed)
+                and broker not in r.removed and broker not in r.offline)
 
     def _refresh(self, r: _Replica, now: float) -> None:
         """Recompute which followers fetch (stamping changes with `now`) and reschedule."""
@@ -450,7 +488,19 @@ class SimulatedReplicaManager:
 
     def _join_due(self, r: _Replica, b: int, now: float) -> bool:
         f = r.followers.get(b)
-        return f is not None and f.fetching and b not in r.isr and f.since + self.catch_up_delay_ms <= now
+        return f is not None and f.fetching and b not in r.isr and f.since + self._catch_up_ms(r, b) <= now
+
+    def _catch_up_ms(self, r: _Replica, b: int) -> float:
+        """How long follower `b` needs from starting to fetch until it is caught up."""
+        rate = self.throttle(r.tp, self.broker_id, b) if self.throttle is not None else None
+        if rate is None or rate <= 0:
+            return self.catch_up_delay_ms
+        return self.catch_up_delay_ms + self.partition_bytes * 1000.0 / rate
+
+    def throttles_changed(self) -> None:
+        """The throttle configuration changed: recompute when each catching-up follower joins."""
+        for tp in self._led:
+            self._schedule(self._replicas[tp])
 
     def _drop_due(self, r: _Replica, b: int, now: float) -> bool:
         f = r.followers.get(b)
@@ -466,7 +516,7 @@ class SimulatedReplicaManager:
         me_in_isr = self.broker_id in r.isr
         for b, f in r.followers.items():
             if f.fetching and b not in r.isr:
-                t = f.since + self.catch_up_delay_ms
+                t = f.since + self._catch_up_ms(r, b)
             elif not f.fetching and b in r.isr and me_in_isr:
                 t = f.since + self.replica_lag_time_max_ms
             else:

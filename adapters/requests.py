@@ -120,10 +120,15 @@ def leader_and_isr_encoded(c: C.SendLeaderAndIsr, controller_id: int):
     return spliced_body(header, states_json(c.partitions))
 
 
-def update_metadata_encoded(c: C.SendUpdateMetadata, controller_id: int, states: bytes):
+def update_metadata_encoded(c: C.SendUpdateMetadata, controller_id: int, states: bytes, offline_replicas=None):
+    """`offline_replicas`: [[topic, partition, [broker, ...]], ...], the replicas of these
+    partitions on failed log dirs of live brokers (Kafka's UpdateMetadata offline_replicas;
+    replicas on dead brokers are implied by `live_brokers`)."""
     header = {"controller_id": controller_id, "controller_epoch": c.controller_epoch,
               "broker_epoch": c.broker_epoch, "live_brokers": [_broker(b) for b in c.live_brokers],
               "shutting_down_brokers": list(c.shutting_down)}
+    if offline_replicas:
+        header["offline_replicas"] = offline_replicas
     return spliced_body(header, states)
 
 

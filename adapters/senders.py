@@ -29,13 +29,17 @@ class Senders:
     given, is told of every acknowledged request (benchmarks measure broker round trips)."""
 
     def __init__(self, controller_id: int, put_event: Callable, *, secret: bytes | None = None,
-                 clock=lambda: int(time.time() * 1000), on_ack: Callable | None = None):
+                 clock=lambda: int(time.time() * 1000), on_ack: Callable | None = None,
+                 request_timeout_s: float = 30.0):
         self.controller_id = controller_id
+        self.request_timeout_s = request_timeout_s  # Kafka's controller.socket.timeout.ms
         self.put_event = put_event
         self.secret = secret
         self.clock = clock
         self.on_ack = on_ack
         self.queues: dict[int, tuple[BrokerInfo, BrokerSendQueue]] = {}
+        self.queue_times: dict[int, object] = {}  # broker -> metrics.Window of queue times (ms)
+        self.storage_errors_seen = False  # a broker reported a failed log dir: UpdateMetadata names offline replicas
 
     def sync_brokers(self, brokers) -> None:
         """Start queues for new brokers, restart those whose address changed, stop the gone."""
@@ -48,7 +52,14 @@ class Senders:
         for broker_id, info in brokers.items():
             if broker_id not in self.queues:
                 queue = BrokerSendQueue(broker_id, info.host, info.port, secret=self.secret,
-                                        on_response=self._responder(broker_id))
+                                        on_response=self._responder(broker_id),
+                                        request_timeout=self.request_timeout_s)
+                window = self.queue_times.get(broker_id)
+                if window is None:
+                    from .metrics import Window
+
+                    window = self.queue_times[broker_id] = Window()
+                queue.on_dequeue = window.observe
                 queue.start()
                 self.queues[broker_id] = (info, queue)
 
@@ -60,7 +71,7 @@ class Senders:
     def queue_sizes(self) -> dict[int, int]:
         return {b: q.qsize() for b, (_, q) in self.queues.items()}
 
-    def send(self, commands) -> None:
+    def send(self, commands, offline_replicas: dict | None = None) -> None:
         """Queue the requests of one decision. Bodies are encoded lazily, by each broker's queue
         when the request reaches its head: the first LeaderAndIsr goes on the wire while the
         next is still being encoded, instead of after all of them (a 10,000-partition failover
@@ -77,7 +88,8 @@ class Senders:
                 states = shared_um.get(id(c.partitions))
                 if states is None:
                     states = shared_um[id(c.partitions)] = Q.states_json(c.partitions)
-                return Q.update_metadata_encoded(c, controller_id, states)
+                offline = offline_replicas.get(id(c.partitions)) if offline_replicas else None
+                return Q.update_metadata_encoded(c, controller_id, states, offline)
             return encode
 
         for c in commands:
@@ -102,6 +114,8 @@ class Senders:
                 log.warning("broker %d answered %s with %s: %s", broker_id, api, body.get("error"), body.get("message"))
             errors = Q.partition_errors(body)
             if api == Q.LEADER_AND_ISR:
+                if errors and any(e.startswith("KAFKA_STORAGE_ERROR") for _, e in errors):
+                    self.storage_errors_seen = True
                 if errors:
                     self.put_event(E.LeaderAndIsrResponded(at=self.clock(), broker_id=broker_id, errors=errors))
             elif api == Q.STOP_REPLICA:

@@ -172,7 +172,7 @@ class Draft:
     def unclean_allowed(self, topic: str) -> bool:
         value = config_value(self.topic_configs.get(topic), "unclean.leader.election.enable")
         if value is None:
-            return self.config.unclean_leader_election_enable
+            return self.config.unclean_default()
         return value.strip().lower() == "true"
 
     def queued_for_deletion(self, topic: str) -> bool:

@@ -106,6 +106,29 @@ class TopicConfigsChanged:
 
 
 @frozen
+class BrokerDefaultConfigChanged:
+    """The cluster-wide broker default `/config/brokers/<default>` now sets
+    `unclean.leader.election.enable` to this value (None: not set there). Emitted by every node's
+    dynamic-config follower (adapters/config_watch.py), controller or not, when the value
+    changes, and at start when it is set: like Kafka's dynamic broker config, it is the node's
+    setting, kept across terms."""
+
+    at: int
+    unclean_leader_election_enable: bool | None = None
+
+
+@frozen
+class LogDirEventNotified:
+    """Brokers reported a failed log dir (`/log_dir_event_notification/log_dir_event_<seq>`,
+    each `{"version":1,"broker":B,"event":1}`); `brokers` lists the broker of every notification
+    read, which the adapter then deleted. Emitted by the controller's log-dir event watch
+    (adapters/log_dir_events.py)."""
+
+    at: int
+    brokers: tuple[int, ...] = attrs.field(converter=_tuple)
+
+
+@frozen
 class TopicDeletionsRequested:
     """The current children of `/admin/delete_topics`. Emitted by its child watch."""
 
@@ -263,6 +286,8 @@ Event = (
     | PartitionStatesWritten
     | ZnodeWriteFailed
     | TimerFired
+    | BrokerDefaultConfigChanged
+    | LogDirEventNotified
 )
 
 EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]

@@ -31,6 +31,16 @@ class ControllerConfig:
     """Not a node setting: an election refused on a cached ISR is confirmed against ZooKeeper
     before it is final (see step.py). False only in states decoded from journals written before
     that rule, so the replay re-executes their decisions as they were made."""
+    dynamic_unclean_leader_election_enable: bool | None = None
+    """The cluster default `/config/brokers/<default>` sets (None: not set there); it wins over
+    the node's static `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""
+
+    def unclean_default(self) -> bool:
+        """`unclean.leader.election.enable` for a topic without an override: the dynamic cluster
+        default, then the node's static setting."""
+        if self.dynamic_unclean_leader_election_enable is not None:
+            return self.dynamic_unclean_leader_election_enable
+        return self.unclean_leader_election_enable
 
 
 _PAIR_CACHE: dict[tuple[int, ReplicaState], tuple[int, ReplicaState]] = {}
@@ -160,7 +170,7 @@ class ControllerState:
         """The topic's `unclean.leader.election.enable`, falling back to the node default."""
         value = config_value(self.topic_configs.get(topic), "unclean.leader.election.enable")
         if value is None:
-            return self.config.unclean_leader_election_enable
+            return self.config.unclean_default()
         return value.strip().lower() == "true"
 
     def is_queued_for_deletion(self, topic: str) -> bool:

@@ -35,7 +35,7 @@ import attrs
 from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, topics
 from . import commands as C
 from . import events as E
-from . import failover
+from . import dynamic_config, failover, log_dirs
 from .draft import Draft
 from .state import ControllerState, PartitionInfo
 
@@ -212,15 +212,18 @@ _HANDLERS: dict[type, Callable] = {
     E.PartitionStatesObserved: _drafted(_observed),
     E.PartitionStatesRechecked: _rechecked,
     E.ControlledShutdownRequested: _shutdown_request,
-    E.LeaderAndIsrResponded: _drafted(_responded),
+    E.LeaderAndIsrResponded: _drafted(log_dirs.storage_errors_then(_responded)),
     E.StopReplicaResponded: _drafted(lambda d, e: deletion.on_stop_replica_response(d, e.broker_id, e.delete, e.partitions, e.errors)),
     E.PartitionStatesWritten: outcomes.on_written,
     E.ZnodeWriteFailed: _drafted(lambda d, e: d.reject("zookeeper write", f"{e.what}: {e.reason}")),
     E.TimerFired: _drafted(_timer),
+    E.BrokerDefaultConfigChanged: dynamic_config.on_broker_default_changed,
+    E.LogDirEventNotified: _drafted(lambda d, e: log_dirs.on_log_dir_event(d, e.brokers)),
 }
 
 _WHEN_INACTIVE = {E.ControllerElected, E.ControllerResigned, E.ControllerFenced,
-                  E.ControlledShutdownRequested, E.LeaderElectionRequested}
+                  E.ControlledShutdownRequested, E.LeaderElectionRequested,
+                  E.BrokerDefaultConfigChanged}  # the node's config, kept across terms
 
 _NEVER_DEFERRED = {E.PartitionStatesWritten, E.PartitionStatesRechecked, E.ControllerElected, E.ControllerResigned,
                    E.ControllerFenced}
