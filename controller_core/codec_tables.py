@@ -65,8 +65,8 @@ for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReass
 
 UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
-    # v2 states re-read nothing, and their controllers refused elections on cached ISRs
-    ("ControllerState", 2): lambda d: {**d, "v": 3, "config": {**d["config"], "confirm_refusals": False}},
+    # v2 states re-read nothing, and their controllers followed the decision rules of version 1
+    ("ControllerState", 2): lambda d: {**d, "v": 3, "config": {**d["config"], "rules": 1}},
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
     # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
     ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},

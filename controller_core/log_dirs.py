@@ -37,6 +37,9 @@ def on_log_dir_event(d: Draft, brokers) -> None:
 def storage_errors_then(fallback: Callable[[Draft, LeaderAndIsrResponded], None]):
     """The LeaderAndIsrResponded handler: storage errors here, everything else to `fallback`."""
     def handler(d: Draft, event: LeaderAndIsrResponded) -> None:
+        if d.config.rules < 2:  # a journal decided before storage errors were acted on
+            fallback(d, event)
+            return
         failed = [tp for tp, error in event.errors if error.startswith(KAFKA_STORAGE_ERROR)]
         others = tuple((tp, e) for tp, e in event.errors if not e.startswith(KAFKA_STORAGE_ERROR))
         if others or not failed:

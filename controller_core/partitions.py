@@ -99,7 +99,7 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
     else:
         raise ValueError(f"unknown election strategy {strategy!r}")
     if result is None:
-        if d.config.confirm_refusals and tp not in d.confirmed and any(r not in li.isr for r in _candidates(d, strategy, info)):
+        if d.config.rules >= 2 and tp not in d.confirmed and any(r not in li.isr for r in _candidates(d, strategy, info)):
             # A replica the rule would take, were it in the ISR, is not in the cached ISR: its
             # leader may have added it and the notification is still queued. Kafka decides on
             # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.

@@ -27,10 +27,13 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
-    confirm_refusals: bool = True
-    """Not a node setting: an election refused on a cached ISR is confirmed against ZooKeeper
-    before it is final (see step.py). False only in states decoded from journals written before
-    that rule, so the replay re-executes their decisions as they were made."""
+    rules: int = 2
+    """Not a node setting: the decision rules this controller follows, as KRaft's
+    `metadata.version` gates what a controller does. 2: an election refused on a cached ISR is
+    confirmed against ZooKeeper before it is final (step.py), and KAFKA_STORAGE_ERROR in a
+    LeaderAndIsr answer takes the replica offline (log_dirs.py). 1: neither, as the controllers
+    that wrote the journals before them decided (states decoded from those journals' snapshots
+    say 1), so that the replay re-executes old journals as they were decided."""
     dynamic_unclean_leader_election_enable: bool | None = None
     """The cluster default `/config/brokers/<default>` sets (None: not set there); it wins over
     the node's static `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""

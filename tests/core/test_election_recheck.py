@@ -124,9 +124,10 @@ def test_states_of_older_journals_keep_the_rule_they_were_decided_with():
     assert codec.decode_state(codec.encode_state(state)) == state
     old = codec.encode_state(_cluster())
     old["v"] = 2
-    del old["rechecking"], old["recheck_id"], old["config"]["confirm_refusals"]
+    del old["rechecking"], old["recheck_id"], old["config"]["rules"]
+    del old["config"]["dynamic_unclean_leader_election_enable"]
     decoded = codec.decode_state(old)
-    assert decoded.config.confirm_refusals is False
+    assert decoded.config.rules == 1
     _, commands = _preferred(decoded)
     assert of_type(commands, C.RejectRequest) and not of_type(commands, C.ReadPartitionStates)
-    assert ControllerConfig(broker_id=1).confirm_refusals is True
+    assert ControllerConfig(broker_id=1).rules == 2
