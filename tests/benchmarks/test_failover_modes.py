@@ -12,7 +12,7 @@ from benchmarks import floors
 
 def test_kafka_24_and_the_floors_beside_the_product(tmp_path, zk_server):
     out = tmp_path / "bench"
-    code = main(["bench", "failover", "--partitions", "200", "--runs", "1", "--out", str(out), "--no-unprepared",
+    code = main(["bench", "failover", "--partitions", "100", "--runs", "1", "--out", str(out), "--no-unprepared",
                  "--scenarios", "broker-failure", "--modes", "batched,kafka-2.4,zk-floor,java-floor,aiozk-reference",
                  "--zookeeper", zk_server.connect_string])
     assert code == 0
@@ -21,13 +21,13 @@ def test_kafka_24_and_the_floors_beside_the_product(tmp_path, zk_server):
     assert list(modes) == ["batched", "kafka-2.4", "zk-floor", "java-floor", "aiozk-reference"]
     assert result["absent"] == {} and result["environment"]["java_floor"] in ("javac", "source launcher")
     for mode, s in modes.items():
-        assert s["partitions"] == 200 and s["runs"] == 1 and s["median_ms"] > 0, mode
+        assert s["partitions"] == 100 and s["runs"] == 1 and s["median_ms"] > 0, mode
         assert s["phases_ms"]["zk_writes"] > 0, mode
         assert s["peak_rss_mb"] > 10, mode
     # the JVM's own CPU and memory, timed inside it
     java = modes["java-floor"]
     assert java["cpu"]["brokers_ms"] == 0 and java["cpu"]["zookeeper_ms"] is None  # external server
-    # 200 two-op multis, 10 at a time, cannot beat a single 200-op multi
+    # 100 two-op multis, 10 at a time, cannot beat a single 100-op multi
     assert modes["kafka-2.4"]["phases_ms"]["zk_writes"] > modes["zk-floor"]["median_ms"]
     r = result["ratios"]["broker-failure"]
     assert set(r) >= {"kafka24_over_batched", "batched_over_java_floor", "batched_over_floor", "zk_floor_over_java_floor"}
@@ -37,7 +37,7 @@ def test_kafka_24_and_the_floors_beside_the_product(tmp_path, zk_server):
 def test_a_list_of_sizes_is_a_scaling_run_with_a_log_log_chart(tmp_path, zk_server):
     out = tmp_path / "bench"
     code = main(["bench", "failover", "--partitions", "150,50", "--runs", "1", "--out", str(out),
-                 "--scenarios", "broker-failure,controller-failover", "--modes", "zk-floor,java-floor",
+                 "--scenarios", "broker-failure,controller-failover", "--modes", "zk-floor,aiozk-reference",
                  "--zookeeper", zk_server.connect_string])
     assert code == 0
     result = json.loads((out / "result.json").read_text())
@@ -46,7 +46,7 @@ def test_a_list_of_sizes_is_a_scaling_run_with_a_log_log_chart(tmp_path, zk_serv
     assert result["scenarios"] == result["by_partitions"]["150"]["scenarios"]  # today's keys: the largest size
     for size in (50, 150):
         for scenario in ("broker-failure", "controller-failover"):
-            for mode in ("zk-floor", "java-floor"):
+            for mode in ("zk-floor", "aiozk-reference"):
                 assert result["by_partitions"][str(size)]["scenarios"][scenario][mode]["partitions"] == size
     for chart in ("failover.png", "failover-50.png", "failover-150.png", "scaling.png"):
         assert (out / chart).stat().st_size > 1000, chart
