@@ -85,3 +85,21 @@ def test_the_java_floor_warms_up_over_thousands_of_operations():
     assert floors.java_warmups(1000) == 20
     assert floors.java_warmups(10_000) == 2
     assert floors.java_warmups(100_000) == 1
+
+
+async def test_aiozk_transactions_are_above_the_new_floor(zk_server):
+    """The floor before (aiozk's high-level transactions) spends Python on every operation; the
+    product's frames over the product's connection, zk-floor, are far below it at 1,000
+    partitions (fastest runs compared: the machine's noise only adds). How the product compares
+    with zk-floor is test_failover_smoke's test_no_phase_of_the_product_is_faster_than_its_floor."""
+    from benchmarks.failover import PHASES, CpuMeter
+
+    def meter():
+        return CpuMeter(lambda: {"controller_process": [], "zookeeper": None, "brokers": []})
+
+    def fastest(samples):
+        return min(s["total_ms"] for s in samples)
+
+    floor = fastest(await floors.zk_floor(zk_server.connect_string, 1000, False, 3, meter(), PHASES))
+    aiozk = fastest(await floors.aiozk_reference(zk_server.connect_string, 1000, False, 3, meter(), PHASES))
+    assert aiozk > floor, (aiozk, floor)
