@@ -717,7 +717,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
     """The phase chart of one size (default: the largest). One column per scenario. Top: each
     mode's phases stacked (they overlap in time: partial releases run while ZooKeeper writes),
     the end-to-end median as a black mark, the target as a dashed line; a bar taller than the
-    panel (sequential, kafka-2.4) is cut and labelled. Bottom: the CPU each group of processes
+    panel (sequential) is cut and labelled. Bottom: the CPU each group of processes
     used from t0 to the end, against the wall time."""
     import matplotlib
 
@@ -726,10 +726,10 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
 
     partitions = partitions or results["partitions"]
     by_size = results["by_partitions"][str(partitions)]
-    scenarios = list(by_size["scenarios"])
+    scenarios = [s for s, modes in by_size["scenarios"].items() if modes]  # a partial run's may be empty
     fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios), 7.5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    slow = ("sequential", "kafka-2.4")
+    slow = ("sequential",)
     for col, scenario in enumerate(scenarios):
         modes = by_size["scenarios"][scenario]
         names = list(modes)
