@@ -48,6 +48,7 @@ from .senders import Senders
 from .statelog import StateChangeFile
 from .watches import ControllerWatches
 from .zk import Create, NodeExists, NoNode, SetData, TransactionFailed, ZkError, ZkSession
+from .zkpattern import pattern
 from .zkwriter import ZkWriter
 
 log = logging.getLogger("kctl.node")
@@ -71,7 +72,7 @@ class NodeConfig:
     settings: dict = attrs.field(factory=dict)
     secret: bytes | None = None
     zk_auth: str | None = None  # "user:password" digest credentials
-    sequential_writes: bool = False  # the benchmark's Kafka <= 1.0 mode
+    zk_pattern: str = "batched"  # the benchmark's other modes: "sequential", "kafka-2.4" (adapters/zkpattern.py)
 
     def get(self, key: str, default: Any) -> Any:
         value = self.settings.get(key, default)
@@ -153,12 +154,15 @@ class ClusterNode:
         self.replies = Replies()
         self.timers = Timers(self._put, now_ms)
         probe = self.instruments
-        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, sequential=cfg.sequential_writes,
+        zk_pattern = pattern(cfg.zk_pattern)
+        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, pattern=zk_pattern,
                                on_written=getattr(probe, "on_written", None))
         self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
                                on_ack=getattr(probe, "on_ack", None),
                                request_timeout_s=cfg.get("controller.socket.timeout.ms", 30000) / 1000)
-        self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes)
+        zk = self.zk
+        self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes,
+                                         read_many=lambda paths: zk_pattern.read_many(zk, paths))
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms,
                                  controller_id=self.broker_id, event_seq=self._event_seq)

@@ -96,12 +96,16 @@ class ControllerWatches:
     `stop()` cancels everything (resignation)."""
 
     def __init__(self, zk, put_event: Callable, clock: Callable[[], int] = lambda: int(time.time() * 1000),
-                 own_writes: dict | None = None):
+                 own_writes: dict | None = None, read_many: Callable | None = None):
         """`own_writes` (the ZooKeeper writer's): admin znodes this controller wrote, path ->
         (version, data) or (-1, None) for a deletion. A watch firing that reads back exactly
         that is the controller's own write echoed, not a request, and is not delivered: the
-        core already knows it (and a late echo would read as a request again)."""
+        core already knows it (and a late echo would read as a request again).
+
+        `read_many(paths)` reads partition states in bulk (default `zk.get_many`; the
+        benchmark's kafka-2.4 mode reads them as Kafka 2.4 does, adapters/zkpattern.py)."""
         self.zk = zk
+        self.read_many = read_many if read_many is not None else zk.get_many
         self.put_event = put_event
         self.clock = clock
         self.own_writes = own_writes if own_writes is not None else {}
@@ -474,7 +478,7 @@ class ControllerWatches:
             tps = [TopicPartition(t, p) for t, parts in sorted(self.topics.items()) if isinstance(parts, dict)
                    for p in sorted(parts)]
         paths = [zkpaths.partition_state(tp.topic, tp.partition) for tp in tps]
-        values = await self.zk.get_many(paths)
+        values = await self.read_many(paths)
         out = []
         for tp, path in zip(tps, paths):
             value = values.get(path)

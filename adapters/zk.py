@@ -445,9 +445,11 @@ class ZkSession:
 
     # -- pipelined reads -------------------------------------------------------------------
 
-    async def get_many(self, paths: Iterable[str], window: int = READ_WINDOW) -> dict[str, tuple[bytes, Stat] | None]:
-        """Read many znodes at once (all requests pipelined): {path: (data, stat) or None}."""
-        return await self._read_many(_GET_DATA, list(paths), window)
+    async def get_many(self, paths: Iterable[str], window: int = READ_WINDOW,
+                       batch: int = MULTI_READ_OPS) -> dict[str, tuple[bytes, Stat] | None]:
+        """Read many znodes at once (all requests pipelined): {path: (data, stat) or None}.
+        `batch=1` sends one getData per znode, `window` of them in flight (Kafka 2.4's reads)."""
+        return await self._read_many(_GET_DATA, list(paths), window, batch)
 
     async def exists_many(self, paths: Iterable[str], window: int = READ_WINDOW) -> dict[str, Stat | None]:
         return await self._read_many(_EXISTS, list(paths), window)

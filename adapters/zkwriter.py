@@ -1,9 +1,9 @@
 """Executes the core's ZooKeeper write commands, every one fenced by the controller epoch.
 
 Partition states go out as a few large epoch-checked multi-ops sent concurrently
-(`ZkSession.write_partition_states`), or, in the benchmark's `sequential` mode, as one
-conditional multi (epoch check + set) per partition, one after another, the way Kafka <= 1.0
-wrote them. Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
+(`ZkSession.write_partition_states`), or, in the benchmark's other modes, in the pattern of
+adapters/zkpattern.py (Kafka <= 1.0's one at a time, Kafka 2.4's two-op multi per partition,
+10 in flight). Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
 znodes, admin znodes) are applied in command order by one task.
 
 The first fenced write flips `fenced`: the executor then runs nothing more, and the loop gets a
@@ -22,6 +22,7 @@ from controller_core.values import TopicPartition
 
 from . import zkdata, zkpaths
 from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
+from .zkpattern import PATTERNS
 
 log = logging.getLogger("kctl.zkwriter")
 
@@ -44,11 +45,11 @@ def _encoded(writes: list) -> list[tuple[str, bytes, int]]:
 
 class ZkWriter:
     def __init__(self, zk, put_event: Callable, *, clock: Callable[[], int] = lambda: int(time.time() * 1000),
-                 sequential: bool = False, on_written: Callable | None = None):
+                 pattern=PATTERNS["batched"], on_written: Callable | None = None):
         self.zk = zk
         self.put_event = put_event
         self.clock = clock
-        self.sequential = sequential
+        self.pattern = pattern  # how partition states are written (adapters/zkpattern.py)
         self.on_written = on_written  # benchmarks: (write_id, count, seconds)
         self.fenced = False
         self._ordered: asyncio.Queue = asyncio.Queue()
@@ -83,16 +84,13 @@ class ZkWriter:
             predicted[path] = w.leader_isr.zk_version
             writes.append((path, w.leader_isr, w.expected_version))
         progress = None
-        if len(writes) >= PROGRESS_MIN and not self.sequential:
+        if len(writes) >= PROGRESS_MIN and self.pattern.progress:
             progress = _Progress(self, command.write_id, by_path, predicted, len(writes) // PROGRESS_PARTS)
         t0 = time.perf_counter()
         try:
-            if self.sequential:
-                versions, conflicts = await self._write_one_by_one(_encoded(writes), epoch_zk_version)
-            else:
-                versions, conflicts = await self.zk.write_partition_states(
-                    epoch_zk_version, writes, on_landed=progress.landed if progress is not None else None,
-                    encode=zkdata.encode_partition_state)
+            versions, conflicts = await self.pattern.write_states(
+                self.zk, epoch_zk_version, writes, zkdata.encode_partition_state,
+                on_landed=progress.landed if progress is not None else None)
         except Fenced as exc:
             self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
             return
@@ -151,15 +149,6 @@ class ZkWriter:
                     conflicts[path] = None if now is None else (now[0], now[1].version)
             return versions, conflicts
         return None
-
-    async def _write_one_by_one(self, writes, epoch_zk_version):
-        """Kafka <= 1.0: one conditional write per partition, each awaited before the next."""
-        versions, conflicts = {}, {}
-        for write in writes:
-            v, c = await self.zk.write_partition_states(epoch_zk_version, [write])
-            versions.update(v)
-            conflicts.update(c)
-        return versions, conflicts
 
     # -- other znodes ---------------------------------------------------------------------------
 

@@ -13,10 +13,21 @@ Scenarios (CONTRACT section 4):
   on taking over (not the requests of the ISR shrinks the dead node's broker causes, which
   follow).
 
-Modes, measured in the same run: `batched` (the product), `sequential` (one conditional write
-per partition, one after another, as Kafka <= 1.0 did) and `zk-floor` (the bare aiozk client
-issuing the same epoch-checked writes as multi-ops, or for controller-failover the same
-pipelined reads, with no controller at all).
+Modes, measured in the same run. The same controller and cluster with three ZooKeeper patterns
+(adapters/zkpattern.py): `batched` (the product), `sequential` (one conditional write per
+partition, one after another, as Kafka <= 1.0 did) and `kafka-2.4` (Kafka 2.4's: one two-op
+multi, epoch check plus setData, per partition, at most 10 in flight; its controller-failover
+reads one getData per state, 10 in flight). And the floors, the same ZooKeeper work with no
+controller at all (benchmarks/floors.py): `zk-floor` (the product's frames, encoded before t0,
+over the product's connection code), `java-floor` (ZooKeeper's own Java client: the server's
+limit on this machine) and `aiozk-reference` (aiozk's high-level transactions, a reference, not
+a floor).
+
+Each measured cluster run starts right after `gc.collect()` and a 0.5 s sleep (`restore()`), so
+that a collection left over from restoring the cluster does not land in it; one more run per
+scenario and mode starts without them (`unprepared_ms`): the figure a user meets. `--partitions`
+takes a list (`1000,10000,100000`): every scenario and mode runs at each size, and a log-log
+chart (`scaling.png`) draws each mode's end-to-end median against partitions.
 
 The controller runs in this process, so that one probe sees every phase of its work: broker 5
 (the first controller) and, in controller-failover, broker 1 (which takes over). In
@@ -47,10 +58,13 @@ from adapters.node import ClusterNode, NodeConfig
 from adapters.zk import ZkSession, force_expire
 from controller_core import commands as C
 from controller_core import events as E
-from controller_core.values import LeaderIsr, ReplicaAssignment
+from controller_core.values import ReplicaAssignment
 
 SCENARIOS = ("broker-failure", "controlled-shutdown", "controller-failover")
-MODES = ("batched", "sequential", "zk-floor")
+CLUSTER_MODES = ("batched", "sequential", "kafka-2.4")  # the controller, with adapters/zkpattern.py's patterns
+FLOOR_MODES = ("zk-floor", "java-floor", "aiozk-reference")  # benchmarks/floors.py
+MODES = CLUSTER_MODES + FLOOR_MODES
+PREPARE_SLEEP_S = 0.5
 PHASES = ("watch_delivery", "queue", "step", "journal", "zk_writes", "broker_round_trip", "other")
 BROKERS = (1, 2, 3, 4, 5)
 VICTIM = 1
@@ -117,14 +131,40 @@ class CpuMeter:
         return out
 
 
+class PeakRss:
+    """This process's peak resident set from its creation to `peak_mb()`: the kernel's
+    high-water mark (VmHWM) is reset on creation where it allows (Linux >= 4.0,
+    /proc/self/clear_refs), else it covers the process's life so far (`reset` False)."""
+
+    def __init__(self):
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            self.reset = True
+        except OSError:
+            self.reset = False
+
+    @staticmethod
+    def peak_mb() -> float | None:
+        try:
+            for line in Path("/proc/self/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+
 class Probe:
     """Collects what the nodes report after t0 (instruments of adapters.node.ClusterNode), and
-    the CPU the cluster used from t0 to the end of the run (`meter`, if set)."""
+    the CPU the cluster used from t0 to the end of the run (`meter`, if set) and this process's
+    peak RSS over the run."""
 
     def __init__(self, meter: CpuMeter | None = None):
         self.t0: float | None = None
         self.meter = meter
         self.cpu: dict | None = None
+        self.peak_rss_mb: float | None = None
+        self._rss: PeakRss | None = None
         self.on_change = None  # called after each report (end-of-run detection)
         self.events: list = []
         self.acks: list = []
@@ -132,6 +172,7 @@ class Probe:
 
     def start(self) -> None:
         self.reset()  # empty already (see run_mode): freeing a run's reports is not timed
+        self._rss = PeakRss()
         if self.meter is not None:
             self.meter.start()
         self.t0 = time.perf_counter()
@@ -140,10 +181,12 @@ class Probe:
         """The end of the run (called by the end-of-run check, at once)."""
         if self.meter is not None:
             self.cpu = self.meter.stop()
+        self.peak_rss_mb = self._rss.peak_mb() if self._rss is not None else None
 
     def reset(self) -> None:
         self.t0 = None
         self.cpu = None
+        self.peak_rss_mb = None
         self.events, self.acks, self.writes = [], [], []
 
     def on_event(self, event, timing) -> None:
@@ -208,7 +251,7 @@ class BenchCluster:
     async def start_node(self, broker_id: int):
         if self.in_process(broker_id):
             config = NodeConfig(broker_id=broker_id, zookeeper=self.connect, journal_dir=str(self.base / f"node-{broker_id}"),
-                                settings=self._settings(broker_id), sequential_writes=self.mode == "sequential")
+                                settings=self._settings(broker_id), zk_pattern=self.mode)
             node = ClusterNode(config, instruments=self.probe)
             await node.start()
             self.nodes[broker_id] = node
@@ -256,9 +299,10 @@ class BenchCluster:
         return (full == self.partitions and not ctrl.loop.state.pending and ctrl.loop.queue.empty()
                 and all(n == 0 for n in ctrl.senders.queue_sizes().values()))
 
-    async def restore(self, admin: ZkSession) -> None:
+    async def restore(self, admin: ZkSession, prepare: bool = True) -> None:
         """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
-        full ISRs, nothing in flight."""
+        full ISRs, nothing in flight. With `prepare`, then a sleep and a full collection, so
+        that the run starts without the garbage of the restore."""
         for b in BROKERS:
             if self.in_process(b):
                 node = self.nodes.get(b)
@@ -294,8 +338,9 @@ class BenchCluster:
                 break
             except TimeoutError:
                 continue
-        await asyncio.sleep(0.5)
-        gc.collect()
+        if prepare:
+            await asyncio.sleep(PREPARE_SLEEP_S)
+            gc.collect()
 
     def _isrs_full(self) -> bool:
         ctrl = self.controller()
@@ -439,6 +484,8 @@ def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
                                             "other": max(total - known, 0.0)}}
     if probe.cpu is not None:
         out["cpu"] = probe.cpu
+    if probe.peak_rss_mb is not None:
+        out["peak_rss_mb"] = probe.peak_rss_mb
     return out
 
 
@@ -446,61 +493,14 @@ RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_cont
            "controller-failover": run_controller_failover}
 
 
-# -- the floor ----------------------------------------------------------------------------------------
-
-
-async def zk_floor(connect: str, partitions: int, scenario: str, chunk: int, meter: CpuMeter | None = None) -> dict:
-    """The same work with the bare aiozk client in a chroot of its own: 10,000 epoch-checked
-    state writes as multi-ops, all in flight at once (or, for controller-failover, the reads of
-    every state znode, pipelined). Returns a sample: total_ms (and cpu, with a meter)."""
-    import aiozk
-
-    from adapters.zk import parse_connect_string
-
-    hosts, chroot = parse_connect_string(connect)
-    root = (chroot or "") + f"/floor-{os.getpid()}-{time.monotonic_ns()}"
-    zk = await ZkSession.connect(f"{hosts}{root}")
-    await zk.create("/controller_epoch", b"7")
-    paths = [f"/s/{i // PER_TOPIC}/{i % PER_TOPIC}" for i in range(partitions)]
-    for d in range((partitions + PER_TOPIC - 1) // PER_TOPIC):
-        await zk.ensure_path(f"/s/{d}")
-    data = zkdata.encode_partition_state(LeaderIsr(1, 0, (1, 2, 3), 7, 0))
-    for i in range(0, partitions, 2000):
-        await asyncio.gather(*(zk.create(p, data) for p in paths[i:i + 2000]))
-    await zk.close()
-    client = aiozk.ZKClient(hosts, chroot=root)
-    await client.start()
-    try:
-        new = zkdata.encode_partition_state(LeaderIsr(2, 1, (2, 3), 8, 0))
-        if meter is not None:
-            meter.start()
-        t0 = time.perf_counter()
-        if scenario == "controller-failover":
-            await asyncio.gather(*(client.get_data(p) for p in paths))
-        else:
-            async def one(batch):
-                txn = client.begin_transaction()
-                txn.check_version("/controller_epoch", 0)
-                for p in batch:
-                    txn.set_data(p, new, 0)
-                result = await txn.commit()
-                if not result:
-                    raise RuntimeError("floor transaction failed")
-            await asyncio.gather(*(one(paths[i:i + chunk]) for i in range(0, partitions, chunk)))
-        total = (time.perf_counter() - t0) * 1000
-        sample = {"total_ms": total, "phases_ms": {p: (total if p == "zk_writes" else 0.0) for p in PHASES}}
-        if meter is not None:
-            sample["cpu"] = meter.stop()
-        return sample
-    finally:
-        await client.deleteall("/")
-        await client.close()
-
-
 # -- the whole benchmark -------------------------------------------------------------------------------
 
+PREPARED_NOTE = (f"each measured cluster run starts right after gc.collect() and a {PREPARE_SLEEP_S} s sleep; "
+                 "'unprepared' is one more run per scenario and mode started without them (what a user meets); "
+                 "each floor's first pass warms its client up and is not reported")
 
-def summarize(samples: list[dict]) -> dict:
+
+def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
     totals = [s["total_ms"] for s in samples]
     phases = {p: statistics.median(s["phases_ms"][p] for s in samples) for p in PHASES}
     out = {"runs": len(samples), "median_ms": statistics.median(totals), "min_ms": min(totals),
@@ -510,14 +510,20 @@ def summarize(samples: list[dict]) -> dict:
         keys = [k for k in measured[0]]
         out["cpu"] = {k: (statistics.median(vs) if (vs := [m[k] for m in measured if m[k] is not None]) else None)
                       for k in keys}
+    rss = [s["peak_rss_mb"] for s in samples if s.get("peak_rss_mb") is not None]
+    if rss:
+        out["peak_rss_mb"] = statistics.median(rss)
+    if unprepared is not None:
+        out["unprepared_ms"] = unprepared["total_ms"]
+        out["unprepared_phases_ms"] = unprepared["phases_ms"]
     return out
 
 
 async def run(args, console) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adapters.zk import DEFAULT_CHUNK_OPS
     from adapters.zookeeper_server import EmbeddedZooKeeper
+    from benchmarks import floors
 
     base = Path(tempfile.mkdtemp(prefix="kctl-bench-"))
     server = None
@@ -531,28 +537,63 @@ async def run(args, console) -> dict:
     def zk_pids() -> list[int] | None:
         return [server.pid] if server is not None and server.pid else None
 
-    results: dict = {"partitions": args.partitions, "runs": args.runs, "scenarios": {},
+    def floor_meter() -> CpuMeter:
+        return CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(), "brokers": []})
+
+    sizes = args.partitions
+    results: dict = {"partitions": sizes[-1], "sizes": sizes, "runs": args.runs, "scenarios": {}, "ratios": {},
+                     "by_partitions": {}, "absent": {}, "skipped": {}, "note": PREPARED_NOTE,
                      "environment": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
                                      "platform": platform.platform(), "zookeeper": zk_version,
-                                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
+                                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "load_average_at_start": _loadavg()}}
+    java = None
+    if "java-floor" in args.modes:
+        try:
+            java = floors.JavaFloor(base)
+            results["environment"]["java_floor"] = java.how
+        except floors.JavaFloorAbsent as exc:
+            results["absent"]["java-floor"] = str(exc)
+            console.print(f"  java-floor is absent: {exc}")
+    console.print(f"  {PREPARED_NOTE}")
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as progress:
-            for scenario in args.scenarios:
-                results["scenarios"][scenario] = {}
-                for mode in args.modes:
-                    if mode == "zk-floor":
-                        meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
-                                                  "brokers": []})
-                        samples = [await zk_floor(connect, args.partitions, scenario, DEFAULT_CHUNK_OPS, meter)
-                                   for _ in range(args.runs)]
-                    else:
-                        samples = await run_mode(connect, base, scenario, mode, args, progress, zk_pids)
-                    summary = summarize(samples)
-                    summary["partitions"] = args.partitions
-                    results["scenarios"][scenario][mode] = summary
-                    console.print(f"  {scenario:20s} {mode:10s} median {summary['median_ms']:9.1f} ms "
-                                  f"(min {summary['min_ms']:.1f}, max {summary['max_ms']:.1f}, {summary['runs']} runs)")
+            for partitions in sizes:
+                by_size = results["by_partitions"][str(partitions)] = {"scenarios": {}}
+                for scenario in args.scenarios:
+                    by_size["scenarios"][scenario] = {}
+                    reads = scenario == "controller-failover"
+                    for mode in args.modes:
+                        if mode == "sequential" and partitions > args.sequential_max:
+                            results["skipped"].setdefault(str(partitions), {})[mode] = (
+                                f"sequential is run up to --sequential-max {args.sequential_max:,} partitions "
+                                "(one write at a time takes minutes beyond)")
+                            continue
+                        unprepared = None
+                        if mode == "zk-floor":
+                            samples = await floors.zk_floor(connect, partitions, reads, args.runs, floor_meter(), PHASES)
+                        elif mode == "aiozk-reference":
+                            samples = await floors.aiozk_reference(connect, partitions, reads, args.runs,
+                                                                   floor_meter(), PHASES)
+                        elif mode == "java-floor":
+                            if java is None:
+                                continue
+                            pids = zk_pids()
+                            samples = await java.run(connect, partitions, reads, args.runs, pids[0] if pids else None,
+                                                     PHASES)
+                        else:
+                            samples, unprepared = await run_mode(connect, base, scenario, mode, partitions, args,
+                                                                 progress, zk_pids)
+                        summary = summarize(samples, unprepared)
+                        summary["partitions"] = partitions
+                        by_size["scenarios"][scenario][mode] = summary
+                        extra = (f", unprepared {summary['unprepared_ms']:.1f}" if "unprepared_ms" in summary else "")
+                        console.print(f"  {partitions:>7,} {scenario:20s} {mode:16s} median {summary['median_ms']:9.1f} ms "
+                                      f"(min {summary['min_ms']:.1f}, max {summary['max_ms']:.1f}, "
+                                      f"{summary['runs']} runs{extra})")
+                        by_size["ratios"] = ratios(by_size)
+                        _save_partial(results, args.out)
     finally:
         if server is not None:
             server.stop()
@@ -560,44 +601,78 @@ async def run(args, console) -> dict:
             console.print(f"kept the cluster's files (journals, node logs) in {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
-    results["ratios"] = ratios(results)
+    largest = results["by_partitions"][str(sizes[-1])]
+    results["scenarios"], results["ratios"] = largest["scenarios"], largest["ratios"]
+    results["environment"]["load_average_at_end"] = _loadavg()
     return results
 
 
-async def run_mode(connect, base, scenario, mode, args, progress, zk_pids=lambda: None) -> list[dict]:
+def _save_partial(results: dict, out) -> None:
+    """What is measured so far, after each mode: a long scaling run stopped midway keeps it."""
+    path = Path(out) / "result.partial.json"
+    path.write_text(json.dumps(results, indent=2))
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+async def run_mode(connect, base, scenario, mode, partitions, args, progress,
+                   zk_pids=lambda: None) -> tuple[list[dict], dict | None]:
+    """`args.runs` prepared runs of one scenario in one mode, then one unprepared run."""
     # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
-    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{os.getpid()}-{time.monotonic_ns()}"
+    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{partitions}-{os.getpid()}-{time.monotonic_ns()}"
     probe = Probe()
-    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}", args.partitions, mode, probe, scenario)
+    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario)
     probe.meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
                                     "brokers": [n.pid for n in cluster.processes.nodes.values() if n.running()]})
     admin = await ZkSession.connect(chroot_connect)
     samples = []
+    unprepared = None
     try:
         await cluster.setup(admin, progress)
-        task = progress.add_task(f"[{mode}] {scenario}", total=args.runs)
+        task = progress.add_task(f"[{mode}] {scenario}", total=args.runs + (0 if args.no_unprepared else 1))
         for _ in range(args.runs):
             await cluster.restore(admin)
             samples.append(await RUNNERS[scenario](cluster))
+            probe.reset()
+            progress.advance(task)
+        if not args.no_unprepared:
+            await cluster.restore(admin, prepare=False)
+            unprepared = await RUNNERS[scenario](cluster)
             probe.reset()
             progress.advance(task)
         progress.remove_task(task)
     finally:
         await cluster.close()
         await admin.close()
-    return samples
+    return samples, unprepared
 
 
 def ratios(results: dict) -> dict:
+    """Same-run ratios of end-to-end medians, per scenario."""
     out = {}
     for scenario, modes in results["scenarios"].items():
         r = {}
-        b = modes.get("batched", {}).get("median_ms")
-        if b and "zk-floor" in modes:
-            r["batched_over_floor"] = b / modes["zk-floor"]["median_ms"]
-            r["batched_zk_writes_over_floor"] = modes["batched"]["phases_ms"]["zk_writes"] / modes["zk-floor"]["median_ms"]
-        if b and "sequential" in modes:
-            r["sequential_over_batched"] = modes["sequential"]["median_ms"] / b
+
+        def median(mode):
+            return modes.get(mode, {}).get("median_ms")
+
+        b = median("batched")
+        if b and median("zk-floor"):
+            r["batched_over_floor"] = b / median("zk-floor")
+            r["batched_zk_writes_over_floor"] = modes["batched"]["phases_ms"]["zk_writes"] / median("zk-floor")
+        if b and median("sequential"):
+            r["sequential_over_batched"] = median("sequential") / b
+        if b and median("kafka-2.4"):
+            r["kafka24_over_batched"] = median("kafka-2.4") / b
+        if b and median("java-floor"):
+            r["batched_over_java_floor"] = b / median("java-floor")
+        if median("zk-floor") and median("java-floor"):
+            r["zk_floor_over_java_floor"] = median("zk-floor") / median("java-floor")
         out[scenario] = r
     return out
 
@@ -605,54 +680,67 @@ def ratios(results: dict) -> dict:
 def table(results: dict, console) -> None:
     from rich.table import Table
 
-    t = Table(title=f"Failover latency, {results['partitions']:,} partitions, {results['runs']} runs (median ms)")
-    cpu_cols = ("cpu ctrl", "cpu zk", "cpu brokers", "cores busy")
-    for col in ("scenario", "mode", "median", "min", "max", *PHASES, *cpu_cols):
-        t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
+    cpu_cols = ("cpu ctrl", "cpu zk", "cpu brokers", "cores busy", "peak RSS MB")
 
     def ms(value) -> str:
         return "-" if value is None else f"{value:.0f}"
 
-    for scenario, modes in results["scenarios"].items():
-        for mode, s in modes.items():
-            cpu = s.get("cpu") or {}
-            busy = cpu.get("cores_busy")
-            t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
-                      *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
-                      *(ms(cpu.get(f"{g}_ms")) for g in CPU_GROUPS), "-" if busy is None else f"{busy:.0%}")
-    console.print(t)
-    for scenario, r in results["ratios"].items():
-        console.print(f"{scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
+    for size in results["sizes"]:
+        by_size = results["by_partitions"][str(size)]
+        t = Table(title=f"Failover latency, {size:,} partitions, {results['runs']} runs (median ms)")
+        for col in ("scenario", "mode", "median", "min", "max", "unprepared", *PHASES, *cpu_cols):
+            t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
+        for scenario, modes in by_size["scenarios"].items():
+            for mode, s in modes.items():
+                cpu = s.get("cpu") or {}
+                busy = cpu.get("cores_busy")
+                t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
+                          ms(s.get("unprepared_ms")), *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
+                          *(ms(cpu.get(f"{g}_ms")) for g in CPU_GROUPS), "-" if busy is None else f"{busy:.0%}",
+                          ms(s.get("peak_rss_mb")))
+        console.print(t)
+        for scenario, r in by_size["ratios"].items():
+            console.print(f"{size:,} {scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
+    for mode, reason in results["absent"].items():
+        console.print(f"{mode}: absent ({reason})")
+    for size, skipped in results["skipped"].items():
+        for mode, reason in skipped.items():
+            console.print(f"{int(size):,} partitions, {mode}: not run ({reason})")
+    console.print(results["note"])
 
 
 TARGETS_MS = {"broker-failure": 500, "controlled-shutdown": 500, "controller-failover": 2000}
 """Issue 6's end-to-end targets at 10,000 partitions, drawn on the chart."""
 
 
-def chart(results: dict, path: Path) -> None:
-    """One column per scenario. Top: each mode's phases stacked (they overlap in time: partial
-    releases run while ZooKeeper writes), the end-to-end median as a black mark, the target as
-    a dashed line; a `sequential` bar taller than the panel is cut and labelled. Bottom: the CPU
-    each group of processes used from t0 to the end, against the wall time."""
+def chart(results: dict, path: Path, partitions: int | None = None) -> None:
+    """The phase chart of one size (default: the largest). One column per scenario. Top: each
+    mode's phases stacked (they overlap in time: partial releases run while ZooKeeper writes),
+    the end-to-end median as a black mark, the target as a dashed line; a bar taller than the
+    panel (sequential) is cut and labelled. Bottom: the CPU each group of processes
+    used from t0 to the end, against the wall time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    scenarios = list(results["scenarios"])
-    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.2 * len(scenarios), 7.5), squeeze=False)
+    partitions = partitions or results["partitions"]
+    by_size = results["by_partitions"][str(partitions)]
+    scenarios = [s for s, modes in by_size["scenarios"].items() if modes]  # a partial run's may be empty
+    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios), 7.5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    slow = ("sequential",)
     for col, scenario in enumerate(scenarios):
-        modes = results["scenarios"][scenario]
+        modes = by_size["scenarios"][scenario]
         names = list(modes)
         top, bottom = axes[0][col], axes[1][col]
-        # the panel's height: everything but a sequential bar far above the rest
-        target = TARGETS_MS.get(scenario) if results["partitions"] == 10_000 else None
+        # the panel's height: everything but a slow pattern's bar far above the rest
+        target = TARGETS_MS.get(scenario) if partitions == 10_000 else None
         heights = {m: max(s["median_ms"], sum(s["phases_ms"].values())) for m, s in modes.items()}
-        usual = [h for m, h in heights.items() if m != "sequential"] or list(heights.values())
+        usual = [h for m, h in heights.items() if m not in slow] or list(heights.values())
         limit = 1.25 * max(usual + ([target] if target else []))
         cpu_heights = {m: max(s["median_ms"], (s.get("cpu") or {}).get("total_ms") or 0.0) for m, s in modes.items()}
-        cpu_usual = [h for m, h in cpu_heights.items() if m != "sequential"] or list(cpu_heights.values())
+        cpu_usual = [h for m, h in cpu_heights.items() if m not in slow] or list(cpu_heights.values())
         cpu_limit = 1.3 * max(cpu_usual)
         for x, mode in enumerate(names):
             s = modes[mode]
@@ -664,7 +752,7 @@ def chart(results: dict, path: Path) -> None:
                         label=phase.replace("_", " ") if col == 0 and x == 0 else None)
                 base += shown
             if heights[mode] > limit:
-                top.text(x, limit * 0.97, f"{s['median_ms']:,.0f} ms\n(cut)", ha="center", va="top", fontsize=8,
+                top.text(x, limit * 0.97, f"{s['median_ms']:,.0f} ms\n(cut)", ha="center", va="top", fontsize=7,
                          bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
             else:
                 top.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2,
@@ -680,11 +768,11 @@ def chart(results: dict, path: Path) -> None:
             busy = f"{cpu['cores_busy']:.0%} busy" if cpu.get("cores_busy") is not None else ""
             if cpu_heights[mode] > cpu_limit:
                 bottom.text(x, cpu_limit * 0.97, f"{cpu.get('total_ms') or 0:,.0f} ms CPU\nin {s['median_ms']:,.0f} ms"
-                            f"\n{busy} (cut)", ha="center", va="top", fontsize=8,
+                            f"\n{busy} (cut)", ha="center", va="top", fontsize=7,
                             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
             else:
                 bottom.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2)
-                bottom.text(x, max(cbase, s["median_ms"]), busy, ha="center", va="bottom", fontsize=8)
+                bottom.text(x, max(cbase, s["median_ms"]), busy, ha="center", va="bottom", fontsize=7)
         if target:
             top.axhline(target, color="gray", linestyle="--", linewidth=1)
             top.text(len(names) - 0.5, target, f"target {target} ms", ha="right", va="bottom", fontsize=8,
@@ -692,16 +780,50 @@ def chart(results: dict, path: Path) -> None:
         top.set_ylim(0, limit)
         bottom.set_ylim(0, cpu_limit)
         top.set_title(scenario)
-        top.set_xticks(range(len(names)), names, fontsize=8)
-        bottom.set_xticks(range(len(names)), names, fontsize=8)
+        top.set_xticks(range(len(names)), names, fontsize=7, rotation=30, ha="right")
+        bottom.set_xticks(range(len(names)), names, fontsize=7, rotation=30, ha="right")
         if col == 0:
             top.set_ylabel("ms (phases stacked; they overlap)")
             bottom.set_ylabel("CPU ms from t0 to the end")
     fig.legend(loc="lower center", ncol=6, fontsize=8, frameon=False)
     env = results["environment"]
-    fig.suptitle(f"kctl failover, {results['partitions']:,} partitions, median of {results['runs']} runs "
+    fig.suptitle(f"kctl failover, {partitions:,} partitions, median of {results['runs']} runs "
                  f"({env['cpu_count']} cores)")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def scaling_chart(results: dict, path: Path) -> None:
+    """End-to-end median against partitions, log-log, one panel per scenario, one line per
+    mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = list(results["by_partitions"][str(results["sizes"][0])]["scenarios"])
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(4.6 * len(scenarios), 4.4), squeeze=False)
+    markers = "osD^v<>"
+    for col, scenario in enumerate(scenarios):
+        ax = axes[0][col]
+        for i, mode in enumerate(MODES):
+            points = [(size, results["by_partitions"][str(size)]["scenarios"].get(scenario, {}).get(mode))
+                      for size in results["sizes"]]
+            points = [(size, s["median_ms"]) for size, s in points if s is not None]
+            if points:
+                ax.plot(*zip(*points), marker=markers[i % len(markers)], label=mode if col == 0 else None)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(scenario)
+        ax.set_xlabel("partitions")
+        ax.grid(True, which="both", linewidth=0.3)
+        if col == 0:
+            ax.set_ylabel("end-to-end median, ms")
+    fig.legend(loc="lower center", ncol=len(MODES), fontsize=8, frameon=False)
+    env = results["environment"]
+    fig.suptitle(f"kctl failover against partitions, median of {results['runs']} runs ({env['cpu_count']} cores)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -718,7 +840,7 @@ def main(args) -> int:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().handlers[:] = [handler]
     logging.getLogger().setLevel(logging.INFO)
-    console = Console(width=max(Console().width, 150))
+    console = Console(width=max(Console().width, 170))
     try:
         results = asyncio.run(run(args, console))
     except (Exception, TimeoutError) as exc:  # one line, as for every kctl command; the details are in nodes.log
@@ -727,27 +849,60 @@ def main(args) -> int:
         logging.getLogger("kctl.bench").exception("the failover benchmark failed")
         return 1
     (out / "result.json").write_text(json.dumps(results, indent=2))
+    (out / "result.partial.json").unlink(missing_ok=True)
+    charts = [out / "failover.png"]
     chart(results, out / "failover.png")
+    if len(results["sizes"]) > 1:
+        for size in results["sizes"]:
+            chart(results, out / f"failover-{size}.png", size)
+            charts.append(out / f"failover-{size}.png")
+        scaling_chart(results, out / "scaling.png")
+        charts.append(out / "scaling.png")
     table(results, console)
-    console.print(f"wrote {out / 'result.json'} and {out / 'failover.png'}")
+    console.print(f"wrote {out / 'result.json'} and " + ", ".join(str(c) for c in charts))
     return 0
+
+
+def _sizes(text: str, usage_error) -> list[int]:
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise usage_error(f"--partitions takes whole numbers separated by commas, not {text!r}") from None
+        if value <= 0:
+            raise usage_error("--partitions must be positive")
+        sizes.append(value)
+    if not sizes:
+        raise usage_error("--partitions needs at least one size")
+    return sorted(set(sizes))
 
 
 def add_command(sub, usage_error) -> None:
     p = sub.add_parser("bench", help="benchmarks (failover)")
     bench = p.add_subparsers(dest="bench", metavar="BENCHMARK", parser_class=type(p))
-    f = bench.add_parser("failover", help="failover latency with N partitions against the ZooKeeper floor")
-    f.add_argument("--partitions", type=int, default=10_000, help="partitions in the cluster (default 10000)")
+    f = bench.add_parser("failover", help="failover latency with N partitions against Kafka 2.4's pattern and "
+                                          "the ZooKeeper floors")
+    f.add_argument("--partitions", default="10000",
+                   help="partitions, or a list for a scaling run (1000,10000,100000); default 10000")
     f.add_argument("--runs", type=int, default=5, help="measured runs per scenario and mode (default 5)")
-    f.add_argument("--out", default="bench-out", help="where result.json, failover.png and nodes.log go")
+    f.add_argument("--out", default="bench-out", help="where result.json, the charts and nodes.log go")
     f.add_argument("--zookeeper", default=None, help="an external ZooKeeper (default: start an embedded one)")
     f.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated (default {','.join(SCENARIOS)})")
     f.add_argument("--modes", default=",".join(MODES), help=f"comma-separated (default {','.join(MODES)})")
+    f.add_argument("--sequential-max", type=int, default=20_000,
+                   help="run `sequential` only at sizes up to this many partitions (default 20000)")
+    f.add_argument("--no-unprepared", action="store_true",
+                   help="skip the extra run per scenario and mode that starts without gc.collect() and a sleep")
     f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
 
     def cmd(args) -> int:
-        if args.partitions <= 0 or args.runs <= 0:
-            raise usage_error("--partitions and --runs must be positive")
+        args.partitions = _sizes(str(args.partitions), usage_error)
+        if args.runs <= 0:
+            raise usage_error("--runs must be positive")
         args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
         args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         for s in args.scenarios:
