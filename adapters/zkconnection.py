@@ -54,6 +54,7 @@ import logging
 import random
 import re
 import socket
+import struct
 import time
 from typing import Callable, Sequence
 
@@ -63,7 +64,7 @@ from aiozk.connection import Connection as _AiozkConnection
 from aiozk.session import Session as _AiozkSession
 from aiozk.states import States as _States
 
-from .zkvalues import ConnectionLost, SessionClosed, SessionEvent, SessionExpired, _ServerError
+from .zkvalues import ConnectionLost, SessionClosed, SessionEvent, SessionExpired, ZkError, _ServerError
 from .zkwire import _CLOSE_OPCODE, _INT, _PARSERS, _REPLY_HEADER, _WATCH_XID, _Request
 
 log = logging.getLogger("adapters.zk")  # the ZooKeeper client logs under one name: adapters/zk.py's
@@ -188,7 +189,15 @@ class _Connection(_AiozkConnection):
                 response = parser(buf, body)
             else:
                 response_class = _proto.response_xref.get(opcode)
-                response = response_class.deserialize(bytes(buf[body:end])) if response_class else None
+                if response_class is None:
+                    response = None
+                else:
+                    try:
+                        response = response_class.deserialize(bytes(buf[body:end]))
+                    except struct.error as exc:  # one bad reply must not end the read loop
+                        log.error("unreadable ZooKeeper reply to opcode %s (xid %d, %d bytes): %s",
+                                  opcode, xid, end - body, exc)
+                        response = ZkError(f"unreadable reply to opcode {opcode}: {exc}")
         if xid in _proto.SPECIAL_XIDS:
             waiting = self.pending_specials.get(xid)
             future = waiting.pop(0) if waiting else None
