@@ -17,6 +17,7 @@ import hashlib
 
 import attrs
 
+from adapters.gcpause import gc_paused
 from controller_core import codec
 from controller_core import commands as C
 
@@ -68,7 +69,7 @@ def _digest_requests(commands) -> str:
     made once per decision (per value for the broker list, across decisions), no dicts."""
     texts: dict[tuple, str] = {}
     out = []
-    with codec.gc_paused():
+    with gc_paused():
         for c in commands:
             _, brokers_field, names, tail = _DIRECT[c.__class__]
             encoded = None
@@ -101,7 +102,7 @@ def _digest_requests(commands) -> str:
 
 
 def _digest_generic(commands) -> str:
-    with codec.gc_paused():
+    with gc_paused():
         encoded = codec.encode_commands(commands)
         seen: dict[int, int] = {}
         for d in encoded:

@@ -36,6 +36,7 @@ import hashlib
 import time as _time
 from typing import Iterable
 
+from adapters.gcpause import gc_paused
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
@@ -99,7 +100,8 @@ class UnitFold:
         try:
             head = verify_line(head) if isinstance(head, str) else head
             encoded = head["body"]["state"]
-            self.state = codec.decode_state(encoded)
+            with gc_paused():  # a big snapshot's allocations would trigger collections
+                self.state = codec.decode_state(encoded)
         except (InvalidRecord, KeyError, TypeError, codec.CodecError) as exc:
             self._find("undecodable-record", "violation", f"the head snapshot cannot be decoded: {exc}",
                        file=u["head_path"], line=1, seq=u["snapshot_seq"])
