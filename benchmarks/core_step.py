@@ -9,6 +9,10 @@
   partitions (`failover_load`, `ms_10k` / `ms_100k`): what a new controller spends loading;
 - ISR change: `step()` on one PartitionStatesObserved in a cluster of 100,000 partitions, and
   the same with the digest of its commands the loop journals (`with_digest_ms`);
+- columnar decision (`columnar_decision`): the same broker failure decided over the columnar
+  partition image (`controller_core/columnar_failure.py`, not yet wired into `step()`) at
+  10,000 and 100,000 partitions, building the image from the partitions map, and one
+  partition's change applied to the 100,000-partition image (one chunk copied);
 - memory of the state of 100,000 partitions, RF 3, each in a fresh process: `traced_mb`, what
   tracemalloc counts as still allocated once the state is built and everything else is freed,
   and `rss_mb`, the growth of the resident set while building it (it includes the freed
@@ -154,6 +158,38 @@ def bench_isr_change(runs: int) -> dict:
             "with_digest_ms": statistics.median(with_digest), "runs": runs}
 
 
+def bench_columnar_decision(runs: int) -> dict:
+    import numpy as np
+
+    from controller_core import columnar_failure
+    from controller_core.columns import PartitionImage
+
+    out = {"runs": runs}
+    for n, suffix in ((10_000, "10k"), (100_000, "100k")):
+        state = cluster(n)
+        build = time_ms(lambda: PartitionImage.build(state.partitions), max(1, min(runs, 3)))
+        image = PartitionImage.build(state.partitions)
+        unclean = np.zeros(image.size, bool)
+        live = frozenset((2, 3, 4, 5))
+        decided = columnar_failure.decide(image, frozenset((1,)), live, state.epoch, unclean)
+        out[f"writes_{suffix}"] = int(len(decided.rows))
+        out[f"decide_ms_{suffix}"] = statistics.median(time_ms(
+            lambda: columnar_failure.decide(image, frozenset((1,)), live, state.epoch, unclean), runs))
+        out[f"build_ms_{suffix}"] = statistics.median(build)
+        if n == 100_000:
+            tp = TopicPartition("topic-00500", 7)
+            li = state.partition(tp).leader_isr
+            changed = state.partitions.set(tp, state.partition(tp)._replace(leader_isr=li.with_version(li.zk_version + 1)))
+            samples = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                for _ in range(100):
+                    image.with_partitions(changed, (tp,))
+                samples.append((time.perf_counter() - t0) * 1000 / 100)
+            out["one_partition_update_ms_100k"] = statistics.median(samples)
+    return out
+
+
 _MEMORY_TRACED = """
 import gc, tracemalloc
 tracemalloc.start()
@@ -197,7 +233,8 @@ def main(argv=None) -> int:
                "broker_failure_100k": bench_broker_failure(max(1, min(args.runs, 3)), 100_000),
                "failover_load": bench_failover_load(args.runs),
                "isr_change": bench_isr_change(args.runs),
-               "memory": bench_memory()}
+               "memory": bench_memory(),
+               "columnar_decision": bench_columnar_decision(args.runs)}
     bf, bf100, fl = results["broker_failure"], results["broker_failure_100k"], results["failover_load"]
     ic, mem = results["isr_change"], results["memory"]
     for name, r, target in (("10,000", bf, 15), ("100,000", bf100, 150)):
@@ -209,6 +246,11 @@ def main(argv=None) -> int:
           f"{ic['with_digest_ms'] * 1000:.1f} us (median of {ic['runs']}; target <= 40 us in all)")
     print(f"state of 100,000 partitions, RF 3: {mem['traced_mb']} MB allocated (tracemalloc), resident set grew "
           f"{mem['rss_mb']} MB while building it (target <= 40)")
+    cd = results["columnar_decision"]
+    print(f"columnar broker-failure decision (not in step() yet): 10,000 partitions {cd['decide_ms_10k']:.1f} ms, "
+          f"100,000 partitions {cd['decide_ms_100k']:.1f} ms; building the image from the map "
+          f"{cd['build_ms_10k']:.0f} / {cd['build_ms_100k']:.0f} ms; one partition's change on the 100,000-partition "
+          f"image {cd['one_partition_update_ms_100k'] * 1000:.0f} us")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

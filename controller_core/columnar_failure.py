@@ -61,53 +61,64 @@ def decide(image: PartitionImage, dead: Collection[int], live: Collection[int], 
     rstate = image.column("rstate")
     n = len(present)
     active = present & ~deleting if deleting is not None else present
-    live_ids = np.fromiter(live, np.int32, len(live)) if live else np.zeros(0, np.int32)
     written = np.zeros(n, bool)
     expected = np.where(has, version, NO_ZK_VERSION).astype(np.int32)
+    leader_epoch = leader_epoch.astype(np.int64)
 
     # 1. leaderless partitions (their leader is not live), then the New and Offline ones waiting
-    leaderless = active & has & ~np.isin(leader, live_ids) & (pstate != _NEW)
+    leaderless = active & has & ~V.member(leader[:, None], live)[:, 0] & (pstate != _NEW)
     leaderless &= (pstate == _ONLINE) | (pstate == _OFFLINE)
     waiting = active & ~leaderless & ((pstate == _NEW) | (pstate == _OFFLINE))
     elect_rows = (leaderless | (waiting & (pstate == _OFFLINE) & has)) & ~(cepoch > epoch)
-    ok, new_leader, new_isr, _ = V.offline(replicas, isr, live, unclean_allowed)
-    elected = elect_rows & ok
+    idx = np.flatnonzero(elect_rows)  # the rules run on the rows they decide, not on the cluster
+    ok, new_leader, new_isr, _ = V.offline(replicas[idx], isr[idx], live, unclean_allowed[idx])
+    won = idx[ok]
+    elected = np.zeros(n, bool)
+    elected[won] = True
     failed = (leaderless | (waiting & (pstate == _OFFLINE))) & ~elected
-    leader = np.where(elected, new_leader, leader)
-    isr = np.where(elected[:, None], new_isr, isr)
-    leader_epoch = leader_epoch + elected
-    cepoch = np.where(elected, epoch, cepoch)
-    pstate = np.where(elected, _ONLINE, np.where(failed & leaderless, _OFFLINE, pstate)).astype(np.int8)
-    written |= elected
+    leader[won] = new_leader[ok]
+    isr[won] = new_isr[ok]
+    leader_epoch[won] += 1
+    cepoch[won] = epoch
+    pstate[failed & leaderless] = _OFFLINE
+    pstate[won] = _ONLINE
+    written[won] = True
 
-    new_rows = waiting & (pstate == _NEW)
-    live_replicas = V.pack(replicas, V.member(replicas, live))
-    init = new_rows & (live_replicas[:, 0] != PAD)
-    leader = np.where(init, live_replicas[:, 0], leader)
-    isr = np.where(init[:, None], live_replicas, isr)
-    leader_epoch = np.where(init, 0, leader_epoch)
-    cepoch = np.where(init, epoch, cepoch)
-    expected = np.where(init, NO_ZK_VERSION, expected)
-    pstate = np.where(init, _ONLINE, pstate).astype(np.int8)
-    has = has | init
-    written |= init
+    idx = np.flatnonzero(waiting & (pstate == _NEW))
+    if len(idx):
+        live_replicas = V.pack(replicas[idx], V.member(replicas[idx], live))
+        init = idx[live_replicas[:, 0] != PAD]
+        live_replicas = live_replicas[live_replicas[:, 0] != PAD]
+        leader[init] = live_replicas[:, 0]
+        isr[init] = live_replicas
+        leader_epoch[init] = 0
+        cepoch[init] = epoch
+        expected[init] = NO_ZK_VERSION
+        pstate[init] = _ONLINE
+        has = has.copy()
+        has[init] = True
+        written[init] = True
 
     # 2. each dead replica leaves the ISR (sorted broker order, as the scalar path walks them)
     can_go_offline = np.isin(rstate, _OFFLINE_FROM)
     for b in sorted(dead):
-        at = (replicas == b) & can_go_offline
-        rows = active & at.any(axis=1) & has & ~(cepoch > epoch)
-        in_isr = (isr == b).any(axis=1) & rows
-        size = (isr != PAD).sum(axis=1)
-        shrunk = V.pack(isr, (isr != PAD) & (isr != b))
-        new_isr_b = np.where((size == 1)[:, None], isr, shrunk)
-        new_leader_b = np.where(leader == b, NO_LEADER, leader)
-        changed = in_isr & ((new_leader_b != leader) | (new_isr_b != isr).any(axis=1))
-        leader = np.where(changed, new_leader_b, leader)
-        isr = np.where(changed[:, None], new_isr_b, isr)
-        leader_epoch = leader_epoch + changed
-        cepoch = np.where(changed, epoch, cepoch)
-        written |= changed
+        rows = active & ((replicas == b) & can_go_offline).any(axis=1) & has & ~(cepoch > epoch)
+        idx = np.flatnonzero(rows & (isr == b).any(axis=1))
+        if not len(idx):
+            continue
+        sub = isr[idx]
+        size = (sub != PAD).sum(axis=1)
+        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
+        new_isr_b = np.where((size == 1)[:, None], sub, shrunk)
+        old_leader = leader[idx]
+        new_leader_b = np.where(old_leader == b, NO_LEADER, old_leader)
+        changed = (new_leader_b != old_leader) | (new_isr_b != sub).any(axis=1)
+        hit = idx[changed]
+        leader[hit] = new_leader_b[changed]
+        isr[hit] = new_isr_b[changed]
+        leader_epoch[hit] += 1
+        cepoch[hit] = epoch
+        written[hit] = True
 
     rows = np.flatnonzero(written)
     return FailureWrites(rows, leader[rows].astype(np.int32), leader_epoch[rows].astype(np.int32),

@@ -24,8 +24,17 @@ def _as_ids(brokers: Collection[int]) -> np.ndarray:
     return np.fromiter(brokers, np.int32, len(brokers)) if brokers else np.zeros(0, np.int32)
 
 
+_FEW = 16  # up to this many brokers, one comparison per broker beats np.isin's sort
+
+
 def member(matrix: np.ndarray, brokers: Collection[int]) -> np.ndarray:
     """`matrix[i, j] in brokers` (False on padding)."""
+    if len(brokers) <= _FEW:
+        mask = np.zeros(matrix.shape, bool)
+        for b in brokers:
+            if b != PAD:
+                mask |= matrix == b
+        return mask
     return np.isin(matrix, _as_ids(brokers)) & (matrix != PAD)
 
 
@@ -46,15 +55,15 @@ def first(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def pack(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Keep `values[i, j]` where `keep[i, j]`, left-packed in their order, padded with PAD."""
-    order = np.argsort(~keep, axis=1, kind="stable")
-    packed = np.take_along_axis(values, order, axis=1)
-    kept = np.take_along_axis(keep, order, axis=1)
-    return np.where(kept, packed, PAD).astype(np.int32)
+    out = np.full(values.shape, PAD, np.int32)
+    rows, cols = np.nonzero(keep)
+    out[rows, np.cumsum(keep, axis=1)[rows, cols] - 1] = values[rows, cols]
+    return out
 
 
 def led_by(leader: np.ndarray, has_state: np.ndarray, brokers: Collection[int]) -> np.ndarray:
     """Rows whose leader is one of `brokers`."""
-    return has_state & np.isin(leader, _as_ids(brokers))
+    return has_state & member(leader[:, None], brokers)[:, 0]
 
 
 def offline(replicas: np.ndarray, isr: np.ndarray, live: Collection[int], unclean_allowed: np.ndarray):
