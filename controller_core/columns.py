@@ -31,6 +31,7 @@ the map it was made from (a memo of a pure function: the same map always gives a
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
@@ -49,8 +50,8 @@ MIN_WIDTH = 4
 
 PARTITION_STATES: tuple[PartitionState, ...] = tuple(PartitionState)
 REPLICA_STATES: tuple[ReplicaState, ...] = tuple(ReplicaState)
-P_CODE = {s: np.int8(i) for i, s in enumerate(PARTITION_STATES)}
-R_CODE = {s: np.int8(i) for i, s in enumerate(REPLICA_STATES)}
+P_CODE = {s: i for i, s in enumerate(PARTITION_STATES)}  # plain ints: numpy scalars convert slowly
+R_CODE = {s: i for i, s in enumerate(REPLICA_STATES)}
 R_NON_EXISTENT = R_CODE[ReplicaState.NON_EXISTENT]
 
 _INT_COLUMNS = ("leader", "leader_epoch", "controller_epoch", "zk_version")
@@ -267,34 +268,45 @@ class PartitionImage:
                       if ch.rstate[s, j] != R_NON_EXISTENT))
 
 
+def _matrix(rows: list, width: int, fill, dtype) -> np.ndarray:
+    """`[len(rows), width]` from tuples, each padded with `fill` (one C-level pass)."""
+    pads = [(fill,) * k for k in range(width + 1)]
+    flat = chain.from_iterable([r + pads[width - len(r)] for r in rows])
+    return np.fromiter(flat, dtype, len(rows) * width).reshape(len(rows), width)
+
+
 def _build_chunk(infos: list, width: int) -> Chunk:
+    """A chunk of `infos`, built column by column from Python lists (one numpy call a column,
+    not a numpy write per row)."""
     chunk = _empty_chunk(width)
     n = len(infos)
     if not n:
         return chunk
     chunk.present[:n] = True
     lis = [info.leader_isr for info in infos]
-    has = np.fromiter((li is not None for li in lis), bool, n)
-    chunk.has_state[:n] = has
+    chunk.has_state[:n] = [li is not None for li in lis]
     for k, name in ((0, "leader"), (1, "leader_epoch"), (3, "controller_epoch"), (4, "zk_version")):
         getattr(chunk, name)[:n] = [li[k] if li is not None else 0 for li in lis]
     chunk.pstate[:n] = [P_CODE[info.state] for info in infos]
-    for slot, info in enumerate(infos):
-        a = info.assignment
-        replicas = a.replicas
-        m = len(replicas)
-        if m:
-            chunk.replicas[slot, :m] = replicas
-            if info.replica_states:
-                states = dict(info.replica_states)
-                chunk.rstate[slot, :m] = [R_CODE[states.get(r, ReplicaState.NON_EXISTENT)] for r in replicas]
-            if a.adding:
-                chunk.adding[slot, :m] = [r in a.adding for r in replicas]
-            if a.removing:
-                chunk.removing[slot, :m] = [r in a.removing for r in replicas]
-        li = lis[slot]
-        if li is not None and li[2]:
-            chunk.isr[slot, :len(li[2])] = li[2]
+    assignments = [info.assignment for info in infos]
+    chunk.replicas[:n] = _matrix([a.replicas for a in assignments], width, PAD, np.int32)
+    chunk.isr[:n] = _matrix([li[2] if li is not None else () for li in lis], width, PAD, np.int32)
+    non_existent = ReplicaState.NON_EXISTENT
+    rcodes = []
+    memo: dict[tuple, tuple] = {}  # a cluster has few distinct (states, replicas) shapes
+    for info, a in zip(infos, assignments):
+        key = (info.replica_states, a.replicas)
+        codes = memo.get(key)
+        if codes is None:
+            d = dict(info.replica_states)
+            codes = memo[key] = tuple(R_CODE[d.get(r, non_existent)] for r in a.replicas)
+        rcodes.append(codes)
+    chunk.rstate[:n] = _matrix(rcodes, width, R_NON_EXISTENT, np.int8)
+    for slot, a in enumerate(assignments):
+        if a.adding or a.removing:
+            m = len(a.replicas)
+            chunk.adding[slot, :m] = [r in a.adding for r in a.replicas]
+            chunk.removing[slot, :m] = [r in a.removing for r in a.replicas]
     return chunk
 
 
