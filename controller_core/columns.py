@@ -113,40 +113,51 @@ def _row_values(info) -> tuple:
         (li[0], li[1], li[3], li[4]) if li is not None else (0, 0, 0, 0),
         replicas,
         li[2] if li is not None else (),
-        [r in adding for r in replicas] if adding else None,
-        [r in removing for r in replicas] if removing else None,
+        tuple(r in adding for r in replicas) if adding else None,
+        tuple(r in removing for r in replicas) if removing else None,
         P_CODE[info.state],
-        [R_CODE[states.get(r, ReplicaState.NON_EXISTENT)] for r in replicas],
+        tuple(R_CODE[states.get(r, ReplicaState.NON_EXISTENT)] for r in replicas),
     )
 
 
 def _write_rows(chunk: Chunk, slots: list[int], rows: list) -> None:
-    """Write `rows` (from `_row_values`, or None: not present) at `slots` of a chunk just copied."""
-    for slot, row in zip(slots, rows):
-        chunk.replicas[slot] = PAD
-        chunk.isr[slot] = PAD
-        chunk.adding[slot] = False
-        chunk.removing[slot] = False
-        chunk.rstate[slot] = R_NON_EXISTENT
-        if row is None:
-            chunk.present[slot] = False
-            chunk.has_state[slot] = False
-            continue
-        has_state, ints, replicas, isr, adding, removing, pcode, rcodes = row
-        chunk.present[slot] = True
-        chunk.has_state[slot] = has_state
-        chunk.leader[slot], chunk.leader_epoch[slot], chunk.controller_epoch[slot], chunk.zk_version[slot] = ints
-        n = len(replicas)
-        if n:
-            chunk.replicas[slot, :n] = replicas
-            chunk.rstate[slot, :n] = rcodes
-            if adding is not None:
-                chunk.adding[slot, :n] = adding
-            if removing is not None:
-                chunk.removing[slot, :n] = removing
-        if isr:
-            chunk.isr[slot, :len(isr)] = isr
-        chunk.pstate[slot] = pcode
+    """Write `rows` (from `_row_values`, or None: not present) at `slots` of a chunk just copied,
+    column by column (one numpy call a column, not a write per row)."""
+    width = chunk.replicas.shape[1]
+    at = np.array(slots, np.intp)
+    chunk.present[at] = False
+    chunk.has_state[at] = False
+    kept = [(slot, row) for slot, row in zip(slots, rows) if row is not None]
+    if not kept:
+        chunk.replicas[at] = PAD
+        chunk.isr[at] = PAD
+        chunk.adding[at] = False
+        chunk.removing[at] = False
+        chunk.rstate[at] = R_NON_EXISTENT
+        return
+    gone = [slot for slot, row in zip(slots, rows) if row is None]
+    if gone:
+        g = np.array(gone, np.intp)
+        chunk.replicas[g] = PAD
+        chunk.isr[g] = PAD
+        chunk.adding[g] = False
+        chunk.removing[g] = False
+        chunk.rstate[g] = R_NON_EXISTENT
+    at = np.array([slot for slot, _ in kept], np.intp)
+    values = [row for _, row in kept]
+    chunk.present[at] = True
+    chunk.has_state[at] = [v[0] for v in values]
+    ints = np.array([v[1] for v in values], np.int64).reshape(len(values), 4)
+    chunk.leader[at] = ints[:, 0]
+    chunk.leader_epoch[at] = ints[:, 1]
+    chunk.controller_epoch[at] = ints[:, 2]
+    chunk.zk_version[at] = ints[:, 3]
+    chunk.replicas[at] = _matrix([v[2] for v in values], width, PAD, np.int32)
+    chunk.isr[at] = _matrix([v[3] for v in values], width, PAD, np.int32)
+    chunk.adding[at] = _matrix([v[4] or () for v in values], width, False, bool)
+    chunk.removing[at] = _matrix([v[5] or () for v in values], width, False, bool)
+    chunk.pstate[at] = [v[6] for v in values]
+    chunk.rstate[at] = _matrix([v[7] for v in values], width, R_NON_EXISTENT, np.int8)
 
 
 class PartitionImage:
