@@ -17,9 +17,10 @@ import hashlib
 
 import attrs
 
-from adapters.gcpause import gc_paused
 from controller_core import codec
 from controller_core import commands as C
+
+from .collector import gc_paused
 
 _canonical = codec.canonical_json
 _EMPTY = hashlib.blake2b(b"[]", digest_size=16).hexdigest()

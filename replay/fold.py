@@ -36,7 +36,6 @@ import hashlib
 import time as _time
 from typing import Iterable
 
-from adapters.gcpause import gc_paused
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
@@ -44,6 +43,7 @@ from controller_core.state import initial_state
 from controller_core.step import step
 
 from . import digest as fast_digest
+from .collector import gc_paused
 from .journal_reader import InvalidRecord, verify_line
 from .plan import INF, finding
 
