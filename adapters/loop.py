@@ -422,7 +422,8 @@ class ControllerLoop:
             self._journal_failed(exc)
 
     def _snapshot(self):
-        return self.state.epoch, {"state": codec.encode_state(self.state)}
+        with gcpause.gc_paused():  # a big state's encoding would trigger collections (see gcpause)
+            return self.state.epoch, {"state": codec.encode_state(self.state)}
 
     # -- the cyclic garbage collector ---------------------------------------------------------------
 

@@ -3,9 +3,20 @@
     python -m benchmarks.core_step [--runs 7]
 
 - broker failure: `step()` on BrokersChanged for a cluster of 10,000 partitions (RF 3, 5 brokers)
-  all led by the failed broker, plus the write outcome that releases the requests;
-- ISR change: `step()` on one PartitionStatesObserved in a cluster of 100,000 partitions;
-- resident memory of the state for 100,000 partitions, RF 3 (measured in a fresh process).
+  all led by the failed broker, plus the write outcome that releases the requests; the same at
+  100,000 partitions (`broker_failure_100k`);
+- failover load: `step()` on ControllerElected from a snapshot of 10,000 and 100,000
+  partitions (`failover_load`, `ms_10k` / `ms_100k`): what a new controller spends loading;
+- ISR change: `step()` on one PartitionStatesObserved in a cluster of 100,000 partitions, and
+  the same with the digest of its commands the loop journals (`with_digest_ms`);
+- columnar decision (`columnar_decision`): the same broker failure decided over the columnar
+  partition image (`controller_core/columnar_failure.py`, not yet wired into `step()`) at
+  10,000 and 100,000 partitions, building the image from the partitions map, and one
+  partition's change applied to the 100,000-partition image (one chunk copied);
+- memory of the state of 100,000 partitions, RF 3, each in a fresh process: `traced_mb`, what
+  tracemalloc counts as still allocated once the state is built and everything else is freed,
+  and `rss_mb`, the growth of the resident set while building it (it includes the freed
+  snapshot's pages that the allocator keeps, so it is an upper bound).
 
 Prints medians of several runs (the machine is shared and noisy) and writes JSON with --json.
 """
@@ -73,14 +84,15 @@ def time_ms(fn, runs: int) -> list[float]:
 
 
 def tune_gc() -> None:
-    """Configure the collector as the runtime does (adapters/runtime.py): long-lived state is
-    frozen out of the cyclic collector's scans after loading."""
+    """Configure the collector as the controller loop does after loading a grown state
+    (adapters/loop.py, `_freeze_grown_state`): long-lived state is frozen out of the cyclic
+    collector's scans."""
     gc.collect()
     gc.freeze()
 
 
-def bench_broker_failure(runs: int) -> dict:
-    state = cluster(10_000)
+def bench_broker_failure(runs: int, partitions: int = 10_000) -> dict:
+    state = cluster(partitions)
     tune_gc()
     brokers = tuple(state.brokers[b] for b in (2, 3, 4, 5))
     event = E.BrokersChanged(at=AT, brokers=brokers)
@@ -90,35 +102,126 @@ def bench_broker_failure(runs: int) -> dict:
     outcome = E.PartitionStatesWritten(at=AT, write_id=write.write_id,
                                        versions=tuple((w.tp, w.leader_isr.zk_version) for w in write.writes))
     release = time_ms(lambda: step(after, outcome), runs)
-    return {"partitions": 10_000, "writes": len(write.writes), "decide_ms": statistics.median(decide),
+    return {"partitions": partitions, "writes": len(write.writes), "decide_ms": statistics.median(decide),
             "release_ms": statistics.median(release),
             "total_ms": statistics.median(decide) + statistics.median(release), "runs": runs}
 
 
+def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5)) -> E.ControllerElected:
+    """ControllerElected with a snapshot of `n_partitions` RF-3 partitions, leaders rotating."""
+    n = len(brokers)
+    topics, states = [], []
+    for t in range(n_partitions // 100):
+        name = f"topic-{t:05d}"
+        parts = []
+        for p in range(100):
+            i = t * 100 + p
+            replicas = tuple(brokers[(i + k) % n] for k in range(3))
+            parts.append((p, ReplicaAssignment(replicas)))
+            states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
+        topics.append((name, tuple(parts)))
+    snap = E.ClusterSnapshot(
+        brokers=tuple(BrokerInfo(b, "127.0.0.1", 9090 + b, 100 + b) for b in brokers),
+        topics=tuple(topics), partition_states=tuple(states))
+    return E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap)
+
+
+def bench_failover_load(runs: int) -> dict:
+    config = ControllerConfig(broker_id=5, auto_leader_rebalance_enable=False)
+    out = {}
+    for n, key in ((10_000, "ms_10k"), (100_000, "ms_100k")):
+        event = snapshot_event(n)
+        base = initial_state(config)
+        out[key] = statistics.median(time_ms(lambda: step(base, event), max(1, runs if n <= 10_000 else min(runs, 3))))
+    out["runs"] = runs
+    return out
+
+
 def bench_isr_change(runs: int) -> dict:
+    from controller_core import codec
+
     state = cluster(100_000, leader=None)
     tp = TopicPartition("topic-00500", 7)
-    li = state.partitions[tp].leader_isr
+    li = state.partition(tp).leader_isr
     event = E.PartitionStatesObserved(at=AT, states=((tp, LeaderIsr(li.leader, li.leader_epoch, li.isr[:2], li.controller_epoch, li.zk_version + 1)),))
-    samples = []
+    samples, with_digest = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
         for _ in range(200):
             step(state, event)
         samples.append((time.perf_counter() - t0) * 1000 / 200)
-    return {"partitions": 100_000, "step_ms": statistics.median(samples), "runs": runs}
+        t0 = time.perf_counter()
+        for _ in range(200):
+            codec.digest(step(state, event)[1])
+        with_digest.append((time.perf_counter() - t0) * 1000 / 200)
+    return {"partitions": 100_000, "step_ms": statistics.median(samples),
+            "with_digest_ms": statistics.median(with_digest), "runs": runs}
+
+
+def bench_columnar_decision(runs: int) -> dict:
+    import numpy as np
+
+    from controller_core import columnar_failure
+    from controller_core.columns import PartitionImage
+
+    out = {"runs": runs}
+    for n, suffix in ((10_000, "10k"), (100_000, "100k")):
+        state = cluster(n)
+        build = time_ms(lambda: PartitionImage.build(state.partitions), max(1, min(runs, 3)))
+        image = PartitionImage.build(state.partitions)
+        unclean = np.zeros(image.size, bool)
+        live = frozenset((2, 3, 4, 5))
+        decided = columnar_failure.decide(image, frozenset((1,)), live, state.epoch, unclean)
+        out[f"writes_{suffix}"] = int(len(decided.rows))
+        out[f"decide_ms_{suffix}"] = statistics.median(time_ms(
+            lambda: columnar_failure.decide(image, frozenset((1,)), live, state.epoch, unclean), runs))
+        out[f"build_ms_{suffix}"] = statistics.median(build)
+        if n == 100_000:
+            tp = TopicPartition("topic-00500", 7)
+            li = state.partition(tp).leader_isr
+            changed = state.partitions.set(tp, state.partition(tp)._replace(leader_isr=li.with_version(li.zk_version + 1)))
+            samples = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                for _ in range(100):
+                    image.with_partitions(changed, (tp,))
+                samples.append((time.perf_counter() - t0) * 1000 / 100)
+            out["one_partition_update_ms_100k"] = statistics.median(samples)
+    return out
+
+
+_MEMORY_TRACED = """
+import gc, tracemalloc
+tracemalloc.start()
+from benchmarks.core_step import cluster
+gc.collect()
+before = tracemalloc.get_traced_memory()[0]
+s = cluster(100_000, leader=None)
+gc.collect()
+print((tracemalloc.get_traced_memory()[0] - before) / 2**20)
+"""
+
+_MEMORY_RSS = """
+import gc, os
+from benchmarks.core_step import cluster
+import controller_core.step
+def rss():
+    return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+gc.collect()
+before = rss()
+s = cluster(100_000, leader=None)
+gc.collect()
+print((rss() - before) / 2**20)
+"""
 
 
 def bench_memory() -> dict:
-    code = (
-        "import gc, resource; from benchmarks.core_step import cluster; "
-        "import os; before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
-        "s = cluster(100_000, leader=None); gc.collect(); "
-        "rss = int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE'); "
-        "print(rss // (1024 * 1024))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return {"partitions": 100_000, "rss_mb": int(out.stdout.strip().splitlines()[-1])}
+    """The state's own memory, in fresh processes (see the module docstring)."""
+    def run(code: str) -> float:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    return {"partitions": 100_000, "traced_mb": round(run(_MEMORY_TRACED), 1), "rss_mb": round(run(_MEMORY_RSS), 1)}
 
 
 def main(argv=None) -> int:
@@ -127,13 +230,27 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     results = {"broker_failure": bench_broker_failure(args.runs),
+               "broker_failure_100k": bench_broker_failure(max(1, min(args.runs, 3)), 100_000),
+               "failover_load": bench_failover_load(args.runs),
                "isr_change": bench_isr_change(args.runs),
-               "memory": bench_memory()}
-    bf, ic, mem = results["broker_failure"], results["isr_change"], results["memory"]
-    print(f"broker failure, 10,000 partitions led by the failed broker: step {bf['decide_ms']:.1f} ms "
-          f"+ release {bf['release_ms']:.1f} ms = {bf['total_ms']:.1f} ms (median of {bf['runs']}; target <= 50)")
-    print(f"ISR change on 100,000 partitions: {ic['step_ms']:.3f} ms (median of {ic['runs']}; target <= 0.5)")
-    print(f"state of 100,000 partitions, RF 3: {mem['rss_mb']} MB resident (target <= 300)")
+               "memory": bench_memory(),
+               "columnar_decision": bench_columnar_decision(args.runs)}
+    bf, bf100, fl = results["broker_failure"], results["broker_failure_100k"], results["failover_load"]
+    ic, mem = results["isr_change"], results["memory"]
+    for name, r, target in (("10,000", bf, 15), ("100,000", bf100, 150)):
+        print(f"broker failure, {name} partitions led by the failed broker: step {r['decide_ms']:.1f} ms "
+              f"+ release {r['release_ms']:.1f} ms = {r['total_ms']:.1f} ms (median of {r['runs']}; target <= {target})")
+    print(f"ControllerElected from a snapshot: 10,000 partitions {fl['ms_10k']:.1f} ms (target <= 25), "
+          f"100,000 partitions {fl['ms_100k']:.1f} ms (target <= 250)")
+    print(f"ISR change on 100,000 partitions: step {ic['step_ms'] * 1000:.1f} us, with its digest "
+          f"{ic['with_digest_ms'] * 1000:.1f} us (median of {ic['runs']}; target <= 40 us in all)")
+    print(f"state of 100,000 partitions, RF 3: {mem['traced_mb']} MB allocated (tracemalloc), resident set grew "
+          f"{mem['rss_mb']} MB while building it (target <= 40)")
+    cd = results["columnar_decision"]
+    print(f"columnar broker-failure decision (not in step() yet): 10,000 partitions {cd['decide_ms_10k']:.1f} ms, "
+          f"100,000 partitions {cd['decide_ms_100k']:.1f} ms; building the image from the map "
+          f"{cd['build_ms_10k']:.0f} / {cd['build_ms_100k']:.0f} ms; one partition's change on the 100,000-partition "
+          f"image {cd['one_partition_update_ms_100k'] * 1000:.0f} us")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -10,7 +10,6 @@ Public API
 - `encode_commands(cs) -> list[dict]` / `decode_commands(ds) -> tuple` (shared tuples encoded once)
 - `encode_state(s) -> dict` / `decode_state(d) -> ControllerState`
 - `canonical_json(obj) -> str` and `digest(commands) -> str` (for the journal's "effects" records)
-- `gc_paused()`: a context manager to wrap `json.loads` of a big snapshot in (see its docstring)
 - `CodecError` (a `ValueError`) for anything that cannot be decoded, with a path to the culprit:
   ``BrokersChanged.brokers[1].port: expected an int, got str '9092'``.
 
@@ -55,10 +54,15 @@ A type that is unknown, or a version newer than ours, raises `CodecError` naming
 
 How it is fast
 --------------
-Each class is compiled once, on first use, into a pair of plain Python functions generated from
-its fields: controller_core/codec_compiler.py, whose docstring says what makes them fast. The
-garbage collector is paused while the codec runs: its collections, triggered by allocation
-counts, walk the whole heap and tripled the cost.
+Each top-level type is compiled once, when this module is imported, into a pair of plain Python
+functions generated from its fields: controller_core/codec_compiler.py, whose docstring says
+what makes them fast. Compiling everything at import (which Python serialises) leaves the
+compiler's tables read-only afterwards, so the codec needs no lock when threads share it.
+
+The codec does not touch the garbage collector: the core takes no locks and changes no process
+state. Collections triggered by the allocations of a big snapshot walk the whole heap and can
+triple the codec's cost, so the callers that encode or decode big values pause the collector
+around the call (adapters/gcpause.py: the controller loop's bursts, the replay's fold).
 
 Modules
 -------
@@ -69,7 +73,6 @@ code generator). Import everything from here.
 """
 from __future__ import annotations
 
-import gc as _gc
 import hashlib
 import json
 from typing import Any, Iterable
@@ -102,7 +105,6 @@ __all__ = [
     "decode_state",
     "canonical_json",
     "digest",
-    "gc_paused",
 ]
 
 
@@ -112,39 +114,15 @@ _COMPILER = _Compiler(lambda e: encode_event(e), lambda d: decode_event(d))  # l
 # -- public API -----------------------------------------------------------------------------------
 
 
-class gc_paused:
-    """Context manager: the cyclic garbage collector is off inside (if it was on).
-
-    Building or parsing 100,000 small lists triggers collections that each walk every live
-    object, several million of them with a big state in memory: that tripled the codec's time in
-    measurements. The codec pauses the collector itself; wrap `json.loads` / `json.dumps` of a
-    snapshot in this too. The values built here hold no reference cycles, so nothing is left for it.
-    (The runtime's counted pause, for several threads at once, is adapters/gcpause.py; the core
-    takes no locks.)"""
-
-    __slots__ = ("was_enabled",)
-
-    def __enter__(self) -> "gc_paused":
-        self.was_enabled = _gc.isenabled()
-        if self.was_enabled:
-            _gc.disable()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self.was_enabled:
-            _gc.enable()
-
-
 def _encode_top(value: Any, by_name: dict[str, type], kind: str, memo: dict | None = None) -> dict:
     cls = value.__class__
     if by_name.get(cls.__name__) is not cls:
         raise CodecError(f"not {kind}: {cls.__module__}.{cls.__qualname__}")
     enc = _COMPILER.encoders.get(cls) or _COMPILER.top_encoder(cls)
-    with gc_paused():
-        try:
-            return enc(value, memo)
-        except (AttributeError, TypeError) as exc:
-            raise CodecError(f"cannot encode {cls.__name__}: {exc}") from exc
+    try:
+        return enc(value, memo)
+    except (AttributeError, TypeError) as exc:
+        raise CodecError(f"cannot encode {cls.__name__}: {exc}") from exc
 
 
 def _decode_top(d: Any, by_name: dict[str, type], kind: str) -> Any:
@@ -171,12 +149,11 @@ def _decode_top(d: Any, by_name: dict[str, type], kind: str) -> Any:
         d = upgrade(d)
         v += 1
     dec = _COMPILER.decoders.get(cls) or _COMPILER.top_decoder(cls)
-    with gc_paused():
-        try:
-            return dec(d, 2)
-        except CodecError as e:
-            e._rpath.append(name)
-            raise
+    try:
+        return dec(d, 2)
+    except CodecError as e:
+        e._rpath.append(name)
+        raise
 
 
 def encode_event(e: Any) -> dict:
@@ -203,21 +180,19 @@ def encode_commands(commands: Iterable[Any]) -> list[dict]:
     list object is shared by their dicts: treat the result as read-only."""
     memo: dict[int, list] = {}
     commands = list(commands)  # keeps every tuple alive, so ids stay unique during the call
-    with gc_paused():
-        return [_encode_top(c, _COMMANDS_BY_NAME, "a command", memo) for c in commands]
+    return [_encode_top(c, _COMMANDS_BY_NAME, "a command", memo) for c in commands]
 
 
 def decode_commands(items: Any) -> tuple:
     if items.__class__ is not list:
         raise CodecError(f"expected a list of commands, got {_show(items)}")
     out = []
-    with gc_paused():
-        for k, d in enumerate(items):
-            try:
-                out.append(decode_command(d))
-            except CodecError as e:
-                e._rpath.append(f"[{k}]")
-                raise
+    for k, d in enumerate(items):
+        try:
+            out.append(decode_command(d))
+        except CodecError as e:
+            e._rpath.append(f"[{k}]")
+            raise
     return tuple(out)
 
 
@@ -250,8 +225,7 @@ def digest(commands: Iterable[Any]) -> str:
     Computed without building that text in one piece: each command's canonical JSON is fed to
     the hash in turn, and a list shared by several commands (see `encode_commands`) is
     serialised once and its text reused."""
-    with gc_paused():
-        return _digest(encode_commands(commands))
+    return _digest(encode_commands(commands))
 
 
 def _digest(encoded: list[dict]) -> str:
@@ -284,3 +258,12 @@ def _digest(encoded: list[dict]) -> str:
             h.update(canonical_json(d).encode("ascii"))
     h.update(b"]")
     return h.hexdigest()
+
+
+def _compile_everything() -> None:
+    for cls in (*EVENT_TYPES, *COMMAND_TYPES, *STATE_TYPES):
+        _COMPILER.top_encoder(cls)
+        _COMPILER.top_decoder(cls)
+
+
+_compile_everything()

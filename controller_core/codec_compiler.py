@@ -1,5 +1,6 @@
-"""The codec's code generator: each class is compiled, once, on first use, into a pair of plain
-Python functions that encode and decode it.
+"""The codec's code generator: each class is compiled, once, into a pair of plain Python
+functions that encode and decode it (codec.py compiles every top-level type when it is
+imported, so the tables here are only read afterwards, from any thread, without a lock).
 
 The functions are generated from the class's fields and their type hints (the way attrs generates
 `__init__`), following the layout that controller_core/codec.py describes and the tables of
@@ -12,7 +13,6 @@ codec.py holds the one `_Compiler` and the public API around it.
 """
 from __future__ import annotations
 
-import _thread
 import enum
 import json
 import sys
@@ -121,7 +121,6 @@ class _Compiler:
         self.encoders: dict[type, Callable] = {}
         self.decoders: dict[type, Callable] = {}
         self.fields: dict[type, list[_Field]] = {}
-        self.lock = _thread.RLock()  # compilation is lazy; _thread, as threading imports time
 
     # - helpers -
 
@@ -597,46 +596,44 @@ class _Compiler:
         """`f(x, memo=None) -> dict` with "type" and "v". With a memo (a dict shared by the calls
         of one batch), a field holding a tuple of structured values that was already encoded in
         this batch (the very same tuple object) reuses the encoded list."""
-        with self.lock:
-            enc = self.encoders.get(cls)
-            if enc is not None:
-                return enc
-            if cls in _POSITIONAL or not attrs.has(cls):
-                raise TypeError(f"codec: {cls.__name__} cannot be a top-level type")
-            self.node(cls, cls.__name__)
-            fields = self._fields(cls)
-            head = f"'type': {cls.__name__!r}, 'v': {VERSIONS[cls.__name__]}"
-            plain = [head] + [f"{f.name!r}: {f.node.enc('x.' + f.name)}" for f in fields]
-            fn = self.fresh("_top")
-            lines = [f"def {fn}(x, memo=None):"]
-            memoised = [f for f in fields if _is_var_tuple_of_values(f.hint)]
-            if memoised:
-                lines += ["    if memo is None:", f"        return {{{', '.join(plain)}}}"]
-                parts = [head]
-                for k, f in enumerate(fields):
-                    if f in memoised:
-                        lines += [
-                            f"    t{k} = x.{f.name}",
-                            f"    m{k} = memo.get(_id(t{k}))",
-                            f"    if m{k} is None:",
-                            f"        m{k} = memo[_id(t{k})] = {f.node.enc(f't{k}')}",
-                        ]
-                        parts.append(f"{f.name!r}: m{k}")
-                    else:
-                        parts.append(f"{f.name!r}: {f.node.enc('x.' + f.name)}")
-                lines.append(f"    return {{{', '.join(parts)}}}")
-            else:
-                lines.append(f"    return {{{', '.join(plain)}}}")
-            enc = self.define("\n".join(lines) + "\n", fn)
-            self.encoders[cls] = enc
+        enc = self.encoders.get(cls)
+        if enc is not None:
             return enc
+        if cls in _POSITIONAL or not attrs.has(cls):
+            raise TypeError(f"codec: {cls.__name__} cannot be a top-level type")
+        self.node(cls, cls.__name__)
+        fields = self._fields(cls)
+        head = f"'type': {cls.__name__!r}, 'v': {VERSIONS[cls.__name__]}"
+        plain = [head] + [f"{f.name!r}: {f.node.enc('x.' + f.name)}" for f in fields]
+        fn = self.fresh("_top")
+        lines = [f"def {fn}(x, memo=None):"]
+        memoised = [f for f in fields if _is_var_tuple_of_values(f.hint)]
+        if memoised:
+            lines += ["    if memo is None:", f"        return {{{', '.join(plain)}}}"]
+            parts = [head]
+            for k, f in enumerate(fields):
+                if f in memoised:
+                    lines += [
+                        f"    t{k} = x.{f.name}",
+                        f"    m{k} = memo.get(_id(t{k}))",
+                        f"    if m{k} is None:",
+                        f"        m{k} = memo[_id(t{k})] = {f.node.enc(f't{k}')}",
+                    ]
+                    parts.append(f"{f.name!r}: m{k}")
+                else:
+                    parts.append(f"{f.name!r}: {f.node.enc('x.' + f.name)}")
+            lines.append(f"    return {{{', '.join(parts)}}}")
+        else:
+            lines.append(f"    return {{{', '.join(plain)}}}")
+        enc = self.define("\n".join(lines) + "\n", fn)
+        self.encoders[cls] = enc
+        return enc
 
     def top_decoder(self, cls: type) -> Callable:
-        with self.lock:
-            dec = self.decoders.get(cls)
-            if dec is None:
-                dec = self.decoders[cls] = self.ns[self.node(cls, cls.__name__).dec_name]
-            return dec
+        dec = self.decoders.get(cls)
+        if dec is None:
+            dec = self.decoders[cls] = self.ns[self.node(cls, cls.__name__).dec_name]
+        return dec
 
 
 def _is_var_tuple_of_values(hint: Any) -> bool:

@@ -20,6 +20,8 @@ import attrs
 from controller_core import codec
 from controller_core import commands as C
 
+from .collector import gc_paused
+
 _canonical = codec.canonical_json
 _EMPTY = hashlib.blake2b(b"[]", digest_size=16).hexdigest()
 _KEY_TEXT: dict[str, str] = {}
@@ -68,7 +70,7 @@ def _digest_requests(commands) -> str:
     made once per decision (per value for the broker list, across decisions), no dicts."""
     texts: dict[tuple, str] = {}
     out = []
-    with codec.gc_paused():
+    with gc_paused():
         for c in commands:
             _, brokers_field, names, tail = _DIRECT[c.__class__]
             encoded = None
@@ -101,7 +103,7 @@ def _digest_requests(commands) -> str:
 
 
 def _digest_generic(commands) -> str:
-    with codec.gc_paused():
+    with gc_paused():
         encoded = codec.encode_commands(commands)
         seen: dict[int, int] = {}
         for d in encoded:

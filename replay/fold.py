@@ -43,6 +43,7 @@ from controller_core.state import initial_state
 from controller_core.step import step
 
 from . import digest as fast_digest
+from .collector import gc_paused
 from .journal_reader import InvalidRecord, verify_line
 from .plan import INF, finding
 
@@ -99,7 +100,8 @@ class UnitFold:
         try:
             head = verify_line(head) if isinstance(head, str) else head
             encoded = head["body"]["state"]
-            self.state = codec.decode_state(encoded)
+            with gc_paused():  # a big snapshot's allocations would trigger collections
+                self.state = codec.decode_state(encoded)
         except (InvalidRecord, KeyError, TypeError, codec.CodecError) as exc:
             self._find("undecodable-record", "violation", f"the head snapshot cannot be decoded: {exc}",
                        file=u["head_path"], line=1, seq=u["snapshot_seq"])

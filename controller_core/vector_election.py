@@ -1,0 +1,108 @@
+"""Kafka 2.4's election rules over many partitions at once, on the columns of `columns.py`.
+
+`election.py` is the specification: one partition, plain tuples, readable. These functions
+compute the same results for n partitions from `[n, width]` matrices of replicas and ISRs
+(left-packed, padded with `PAD`), and Hypothesis checks, in tests/core/test_vector_election.py,
+that row i of every result equals the scalar rule applied to row i: empty ISRs, offline
+replicas, ISR members that are not assigned, reassignments in flight, unclean allowed or not.
+
+Each returns `(ok, leader, isr)`: `ok[i]` says whether a leader was found (the scalar rule did
+not return None), `leader[i]` the chosen broker (PAD where not ok) and `isr[i]` the new ISR,
+left-packed and padded. `offline` also returns `unclean[i]`. Who calls them: the whole-cluster
+decisions (a broker failure's offline election), which then turn the rows into commands.
+"""
+from __future__ import annotations
+
+from typing import Collection
+
+import numpy as np
+
+from .columns import PAD
+
+
+def _as_ids(brokers: Collection[int]) -> np.ndarray:
+    return np.fromiter(brokers, np.int32, len(brokers)) if brokers else np.zeros(0, np.int32)
+
+
+_FEW = 16  # up to this many brokers, one comparison per broker beats np.isin's sort
+
+
+def member(matrix: np.ndarray, brokers: Collection[int]) -> np.ndarray:
+    """`matrix[i, j] in brokers` (False on padding)."""
+    if len(brokers) <= _FEW:
+        mask = np.zeros(matrix.shape, bool)
+        for b in brokers:
+            if b != PAD:
+                mask |= matrix == b
+        return mask
+    return np.isin(matrix, _as_ids(brokers)) & (matrix != PAD)
+
+
+def contained(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """`values[i, j] in sets[i, :]` row by row (False on padding of `values`)."""
+    if values.shape[1] == 0 or sets.shape[1] == 0:
+        return np.zeros(values.shape, bool)
+    return (values[:, :, None] == sets[:, None, :]).any(axis=2) & (values != PAD)
+
+
+def first(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, whether `mask` has a True and the value at the first True (PAD if none)."""
+    ok = mask.any(axis=1)
+    pos = mask.argmax(axis=1)
+    picked = values[np.arange(len(values)), pos] if len(values) else np.zeros(0, np.int32)
+    return ok, np.where(ok, picked, PAD).astype(np.int32)
+
+
+def pack(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Keep `values[i, j]` where `keep[i, j]`, left-packed in their order, padded with PAD."""
+    out = np.full(values.shape, PAD, np.int32)
+    rows, cols = np.nonzero(keep)
+    out[rows, np.cumsum(keep, axis=1)[rows, cols] - 1] = values[rows, cols]
+    return out
+
+
+def led_by(leader: np.ndarray, has_state: np.ndarray, brokers: Collection[int]) -> np.ndarray:
+    """Rows whose leader is one of `brokers`."""
+    return has_state & member(leader[:, None], brokers)[:, 0]
+
+
+def offline(replicas: np.ndarray, isr: np.ndarray, live: Collection[int], unclean_allowed: np.ndarray):
+    """`election.offline` per row: the first live in-ISR replica, and the ISR's live members;
+    failing that, where `unclean_allowed[i]`, the first live replica alone. Returns
+    `(ok, leader, isr, unclean)`."""
+    live_replica = member(replicas, live)
+    ok_clean, clean_leader = first(live_replica & contained(replicas, isr), replicas)
+    ok_any, any_leader = first(live_replica, replicas)
+    unclean = ~ok_clean & ok_any & unclean_allowed
+    ok = ok_clean | unclean
+    leader = np.where(ok_clean, clean_leader, np.where(unclean, any_leader, PAD)).astype(np.int32)
+    clean_isr = pack(isr, member(isr, live))
+    alone = np.full_like(clean_isr, PAD)
+    if alone.shape[1]:
+        alone[:, 0] = any_leader
+    new_isr = np.where(ok_clean[:, None], clean_isr, np.where(unclean[:, None], alone, PAD)).astype(np.int32)
+    return ok, leader, new_isr, unclean
+
+
+def controlled_shutdown(replicas: np.ndarray, isr: np.ndarray, live_or_shutting_down: Collection[int],
+                        shutting_down: Collection[int]):
+    """`election.controlled_shutdown` per row: the first in-ISR replica that is live and not
+    shutting down; the shutting-down brokers leave the ISR. Returns `(ok, leader, isr)`."""
+    eligible = member(replicas, live_or_shutting_down) & contained(replicas, isr) & ~member(replicas, shutting_down)
+    ok, leader = first(eligible, replicas)
+    new_isr = pack(isr, (isr != PAD) & ~member(isr, shutting_down))
+    return ok, leader, np.where(ok[:, None], new_isr, PAD).astype(np.int32)
+
+
+def preferred(replicas: np.ndarray, isr: np.ndarray, live: Collection[int]):
+    """`election.preferred` per row: the first assigned replica, if live and in the ISR; the ISR
+    is unchanged. Returns `(ok, leader, isr)`."""
+    head = replicas[:, :1]
+    ok = (member(head, live) & contained(head, isr))[:, 0] if replicas.shape[1] else np.zeros(len(replicas), bool)
+    leader = np.where(ok, head[:, 0] if replicas.shape[1] else PAD, PAD).astype(np.int32)
+    return ok, leader, np.where(ok[:, None], isr, PAD).astype(np.int32)
+
+
+def row(matrix: np.ndarray, i: int) -> tuple[int, ...]:
+    """Row i of a left-packed matrix as a tuple, without its padding."""
+    return tuple(v for v in matrix[i].tolist() if v != PAD)
