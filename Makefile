@@ -21,7 +21,7 @@ test: $(STAMP)
 
 # kcat (Debian's package) against a live cluster; `make test` skips that file where kcat is absent
 test-kcat: $(STAMP)
-	command -v kcat >/dev/null || apt-get install -y kcat
+	command -v kcat >/dev/null || apt-get install -y kcat || (apt-get update && apt-get install -y kcat)
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration/test_kcat.py
 
 bench: $(STAMP)

@@ -12,7 +12,7 @@ import struct
 
 import attrs
 
-from .codec import ProtocolError, Reader, decode, encode, is_flexible
+from .codec import ProtocolError, decode, encode, is_flexible
 
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -170,4 +170,4 @@ def parse_response(api_key: int, api_version: int, payload: bytes) -> tuple[int,
     return header["CorrelationId"], body
 
 
-__all__ = ["ProtocolError", "Reader", "Request"]
+__all__ = ["ProtocolError", "Request"]

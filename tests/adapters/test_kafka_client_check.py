@@ -11,7 +11,7 @@ from adapters.chaos.checks import check_kafka_client
 from adapters.kafka.apis import BrokerServices, KafkaApis
 from adapters.kafka.listener import serve
 from controller_core import commands as C
-from controller_core.values import BrokerInfo, LeaderIsr, PartitionView
+from controller_core.values import LeaderIsr, PartitionView
 
 from .test_chaos_checks import T0, T1, view
 

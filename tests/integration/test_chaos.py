@@ -23,7 +23,7 @@ def test_a_short_chaos_run_passes_every_check(tmp_path, capsys):
     assert code == 0, f"failed checks (files in {out}): {json.dumps(failing, indent=1)}"
     assert report["passed"] and report["violations"] == 0
     assert [c["name"] for c in report["checks"]] == ["cluster", "leaders", "reassignments", "deletions", "metadata",
-                                                    "replay", "processes"]
+                                                    "kafka-client", "replay", "processes"]
     # the run did break things and did admin work, through every path
     assert sum(report["faults"].values()) >= 10, report["faults"]
     assert len(report["faults"]) >= 5, report["faults"]
