@@ -425,4 +425,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m adapters.cli` runs this file as __main__, a second copy of the module; the
+    # subcommands raise adapters.cli's own UsageError, which only that module's main() catches
+    from adapters.cli import main as _main
+
+    sys.exit(_main())

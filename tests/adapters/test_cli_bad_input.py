@@ -262,3 +262,15 @@ def test_the_console_script_refuses_garbage_with_one_line(files):
     done = kctl("topics", "--zookeeper", UNREACHABLE, "--create", "--topic", "t", "--partitions", "1",
                 "--replication-factor", "1", env={"KCTL_ZOOKEEPER_AUTH": "no-colon"})
     assert_one_error_line(done.returncode, done.stderr, "--zk-auth must be USER:PASSWORD")
+
+
+def test_module_entry_point_reports_a_subcommands_bad_flag_in_one_line():
+    """`python -m adapters.cli` loads the module twice (as __main__ and as adapters.cli); a bad
+    flag raised by a subcommand module must still be one `error:` line and exit 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "adapters.cli", "chaos", "--duration", "-5"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["error: --duration must be above 0 and at most 604800, got -5"]
