@@ -267,9 +267,6 @@ def test_the_console_script_refuses_garbage_with_one_line(files):
 def test_module_entry_point_reports_a_subcommands_bad_flag_in_one_line():
     """`python -m adapters.cli` loads the module twice (as __main__ and as adapters.cli); a bad
     flag raised by a subcommand module must still be one `error:` line and exit 2."""
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", "adapters.cli", "chaos", "--duration", "-5"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
