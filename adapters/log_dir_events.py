@@ -17,8 +17,8 @@ from typing import Callable
 
 from controller_core import events as E
 
-from .watches import Serial
-from .zk import NoNode, ZkSession
+from .watches import Serial, delete_consumed
+from .zk import ZkSession
 
 log = logging.getLogger("kctl.log_dirs")
 
@@ -50,8 +50,10 @@ async def notify(zk: ZkSession, broker_id: int) -> str:
 
 
 class LogDirEventWatch:
-    def __init__(self, zk: ZkSession, put_event: Callable, clock: Callable[[], int], is_active: Callable[[], bool]):
+    def __init__(self, zk: ZkSession, put_event: Callable, clock: Callable[[], int], is_active: Callable[[], bool],
+                 epoch_zk_version: Callable[[], int] = lambda: -1):
         self.zk = zk
+        self.epoch_zk_version = epoch_zk_version
         self.put_event = put_event
         self.clock = clock
         self.is_active = is_active
@@ -99,7 +101,4 @@ class LogDirEventWatch:
         if brokers and not discard and self.is_active():
             self.put_event(E.LogDirEventNotified(at=self.clock(), brokers=tuple(sorted(set(brokers)))))
         for path in paths:
-            try:
-                await self.zk.delete(path)
-            except NoNode:
-                pass
+            await delete_consumed(self.zk, path, self.epoch_zk_version())

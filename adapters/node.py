@@ -162,7 +162,8 @@ class ClusterNode:
                                request_timeout_s=cfg.get("controller.socket.timeout.ms", 30000) / 1000)
         zk = self.zk
         self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes,
-                                         read_many=lambda paths: zk_pattern.read_many(zk, paths))
+                                         read_many=lambda paths: zk_pattern.read_many(zk, paths),
+                                         epoch_zk_version=self._epoch_zk_version)
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
                                  watches=self.watches, resign=self._resign_soon, clock=now_ms,
                                  controller_id=self.broker_id, event_seq=self._event_seq)
@@ -188,7 +189,7 @@ class ClusterNode:
         await self._follow_dynamic_configs()
         from .log_dir_events import LogDirEventWatch
 
-        self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active)
+        self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active, self._epoch_zk_version)
         await self.log_dir_events.start()
         if self.log_dirs is not None:
             self._spawn(self.log_dirs.watch(), "log-dirs")
@@ -320,6 +321,11 @@ class ClusterNode:
         """The journal seq of the event being decided (labels the state-change log)."""
         loop = self.loop
         return loop.last_seq if loop is not None and loop.journal is not None else None
+
+    def _epoch_zk_version(self) -> int:
+        """The controller's fencing token (-1 while this node is not the controller)."""
+        state = self.loop.state if self.loop is not None else None
+        return state.epoch_zk_version if state is not None and state.active else -1
 
     def _put(self, event) -> None:
         if self.loop is not None:

@@ -30,7 +30,7 @@ from controller_core.values import TopicPartition
 
 from . import zkdata, zkpaths
 from .gcpause import gc_paused
-from .zk import NoNode, ZkError
+from .zk import Fenced, NoNode, ZkError
 
 log = logging.getLogger("kctl.watches")
 
@@ -96,7 +96,8 @@ class ControllerWatches:
     `stop()` cancels everything (resignation)."""
 
     def __init__(self, zk, put_event: Callable, clock: Callable[[], int] = lambda: int(time.time() * 1000),
-                 own_writes: dict | None = None, read_many: Callable | None = None):
+                 own_writes: dict | None = None, read_many: Callable | None = None,
+                 epoch_zk_version: Callable[[], int] = lambda: -1):
         """`own_writes` (the ZooKeeper writer's): admin znodes this controller wrote, path ->
         (version, data) or (-1, None) for a deletion. A watch firing that reads back exactly
         that is the controller's own write echoed, not a request, and is not delivered: the
@@ -109,6 +110,7 @@ class ControllerWatches:
         self.put_event = put_event
         self.clock = clock
         self.own_writes = own_writes if own_writes is not None else {}
+        self.epoch_zk_version = epoch_zk_version  # the controller's fencing token (-1: unknown)
         self.live = False
         self.watches: list = []
         self.serials: list[Serial] = []
@@ -464,10 +466,7 @@ class ControllerWatches:
             log.warning("ISR change notifications name %d partition(s) without a state znode, ignored: %s",
                         len(missing), ", ".join(map(str, missing[:5])) + (" ..." if len(missing) > 5 else ""))
         for path in paths:
-            try:
-                await self.zk.delete(path)
-            except NoNode:
-                pass
+            await delete_consumed(self.zk, path, self.epoch_zk_version())
         if states and self.live:
             self.put_event(E.PartitionStatesObserved(at=self.clock(), states=states, source="isr_change"))
 
@@ -512,6 +511,20 @@ class ControllerWatches:
             reassignment=self.reassignment,
             preferred_election=self.preferred,
         )
+
+
+async def delete_consumed(zk, path: str, epoch_zk_version: int) -> None:
+    """Delete a notification the controller has read: epoch-checked as Kafka does once the
+    controller knows its epoch's version; a missing znode is fine (someone was first)."""
+    try:
+        if epoch_zk_version >= 0:
+            await zk.delete_as_controller(path, epoch_zk_version)
+        else:
+            await zk.delete(path)
+    except NoNode:
+        pass
+    except Fenced:
+        log.warning("not deleting %s: /controller_epoch moved, another controller is in charge", path)
 
 
 def _addressable(tp: TopicPartition) -> bool:

@@ -414,6 +414,19 @@ class ZkSession:
     async def delete(self, path: str, version: int = -1) -> None:
         await self._write(Delete(path, version))
 
+    async def delete_as_controller(self, path: str, epoch_zk_version: int) -> bool:
+        """Delete a notification the controller consumed, in a multi-op whose first op checks
+        `/controller_epoch` (Kafka's deleteIsrChangeNotifications and
+        deleteLogDirEventNotifications): a controller that was replaced deletes nothing that its
+        successor has not read. False if the znode was already gone; raises Fenced."""
+        try:
+            await self.multi([Delete(path)], epoch_zk_version=epoch_zk_version)
+        except TransactionFailed as exc:
+            if isinstance(exc.first_failure[1], NoNode):
+                return False
+            raise
+        return True
+
     async def delete_recursive(self, path: str) -> None:
         """Delete `path` and everything under it; a missing path is not an error."""
         for _ in range(10):

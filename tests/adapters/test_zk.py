@@ -531,3 +531,18 @@ async def test_acl_mode_gives_creator_all_and_world_read(zk_connect):
     finally:
         for session in (owner, foreign, intruder):
             await session.close()
+
+
+async def test_a_consumed_notification_is_deleted_only_by_the_current_controller(zk):
+    """Kafka deletes the ISR-change and log-dir notifications it read in an epoch-checked
+    multi-op: a controller whose epoch moved deletes nothing."""
+    await zk.create(Z.CONTROLLER_EPOCH_PATH, b"1")
+    await zk.set(Z.CONTROLLER_EPOCH_PATH, b"2")  # version 1: the current controller's token
+    await zk.create("/isr_change_notification/isr_change_0000000000", b"{}", make_parents=True)
+    path = "/isr_change_notification/isr_change_0000000000"
+    with pytest.raises(Fenced):
+        await zk.delete_as_controller(path, epoch_zk_version=0)  # a replaced controller
+    assert await zk.exists(path) is not None
+    assert await zk.delete_as_controller(path, epoch_zk_version=1) is True
+    assert await zk.exists(path) is None
+    assert await zk.delete_as_controller(path, epoch_zk_version=1) is False  # already gone
