@@ -1,5 +1,5 @@
-"""Figures README states about the node's behaviour, each checked where it is implemented (see
-docs/notes/issue-24.md for the list of README claims and what backs each)."""
+"""Figures README states about the node's behaviour, each checked where it is implemented (README
+names this file next to the claims it backs)."""
 from __future__ import annotations
 
 import asyncio

@@ -8,7 +8,7 @@ epoch was skipped or repeated (ZooKeeper before/after, and the journals' replay 
 ZooKeeper holds equals every broker's metadata cache (the chaos soak's checks).
 
 Each fault's recovery time is measured; with KCTL_ENSEMBLE_FIGURES=FILE every measurement is
-appended to FILE as a JSON line (docs/notes/issue-23.md has the figures and how they were made).
+appended to FILE as a JSON line (benchmarks/README.md has the figures and how they were made).
 The 10,000-partition broker failure is under the `slow` marker (`make test-ensemble-10k`);
 KCTL_ENSEMBLE_ROUNDS=N repeats each repeated fault N times (2 and 1 in make test) and
 KCTL_ENSEMBLE_PARTITIONS the size of the mid-write broker failure (2,000).
