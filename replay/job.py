@@ -60,11 +60,11 @@ SCHEMAS = {
     "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
                 "leader_epoch INT, isr ARRAY<INT>, controller_epoch INT, zk_version INT, replicas ARRAY<INT>, "
                 "adding ARRAY<INT>, removing ARRAY<INT>, kind STRING, change STRING, cause_type STRING, "
-                "cause_seq BIGINT, seq BIGINT",
+                "cause_seq BIGINT, seq BIGINT, file STRING, line INT",
     "election": "time BIGINT, decided_at BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, "
                 "`partition` INT, kind STRING, strategy STRING, leader_before INT, leader INT, leader_epoch INT, "
                 "isr ARRAY<INT>, unclean BOOLEAN, unclean_allowed BOOLEAN, admin_requested BOOLEAN, outcome STRING, "
-                "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT",
+                "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT, file STRING, line INT",
     "event": "journal STRING, controller_id INT, seq BIGINT, time BIGINT, type STRING, controller_epoch INT, "
              "commands INT, digest_ok BOOLEAN, replay_us DOUBLE, at_delta_ms BIGINT, queue_ms DOUBLE, file STRING, "
              "line INT",
@@ -74,7 +74,7 @@ SCHEMAS = {
     "broker_intervals": "broker INT, state STRING, start BIGINT, `end` BIGINT, duration_ms BIGINT, epoch INT, "
                         "journal STRING, seq BIGINT, reason STRING, broker_epoch BIGINT",
     "controller_terms": "journal STRING, controller_id INT, epoch INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, "
-                        "reason STRING, start_seq BIGINT, end_seq BIGINT",
+                        "reason STRING, start_seq BIGINT, end_seq BIGINT, file STRING, line INT",
     "reassignments": "topic STRING, `partition` INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, outcome STRING, "
                      "origin ARRAY<INT>, target ARRAY<INT>, start_epoch INT, end_epoch INT, terms INT, journal STRING, "
                      "seq BIGINT",
@@ -371,7 +371,7 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
         counts_rows = findings.groupBy("severity", "rule").count().collect()
         sample = [r.asDict() for r in findings.orderBy(
             F.when(F.col("severity") == "violation", 0).when(F.col("severity") == "warning", 1).otherwise(2),
-            "journal", "seq").limit(report.SAMPLE).collect()]
+            "journal", "seq", "file", "line").limit(report.SAMPLE).collect()]
         return counts_rows, sample
 
     # independent Spark jobs, submitted together: on a small cluster their latency dominates
@@ -399,7 +399,7 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
     stats["wall_seconds"] = time.perf_counter() - started
     (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
     if not quiet:
-        print(report.summary_text(stats, counts, passed))
+        print(report.summary_text(stats, counts, passed, sample))
     for df in (lines, folded, audited, findings):
         df.unpersist()
     return 0 if passed else 1

@@ -219,7 +219,7 @@ def main(argv=None) -> int:
     from . import report
 
     counts = history.by_rule(result.findings)
-    print(report.summary_text(result.stats, counts, result.passed))
+    print(report.summary_text(result.stats, counts, result.passed, result.findings))
     if args.out:
         report.write_report(Path(args.out), stats=result.stats, counts=counts, sample=result.findings,
                             series=result.series, terms=result.tables["controller_terms"],

@@ -23,7 +23,35 @@ def _fmt_ms(v) -> str:
     return "-" if v is None else f"{v:,.0f} ms"
 
 
-def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool) -> str:
+PRINTED = 20  # violations listed in the terminal summary (all of them are in the findings table)
+
+
+def where(f: dict) -> str:
+    """Where a finding points: `journal/segment-....jsonl[.gz]:line` and its seq, as far as known."""
+    journal = f.get("journal")
+    file = f.get("file")
+    if file:
+        base = str(file).rsplit("/", 1)[-1]
+        place = base if journal in (None, ".") else f"{journal}/{base}"
+        if f.get("line"):
+            place += f":{f['line']}"
+    else:
+        place = journal or "(cluster)"
+    if f.get("seq") is not None:
+        place += f" seq {f['seq']}"
+    return place
+
+
+def violation_lines(sample: list[dict], total: int, limit: int = PRINTED) -> list[str]:
+    """The first `limit` violations (rule, journal, file:line, seq, detail), then how many more."""
+    shown = [f for f in sample if f.get("severity") == "violation"][:limit]
+    out = [f"  {f['rule']}: {where(f)}: {f.get('detail') or ''}" for f in shown]
+    if total > len(shown):
+        out.append(f"  ... and {total - len(shown):,} more violation(s) (every finding is in the findings table)")
+    return out
+
+
+def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool, sample: list[dict] = ()) -> str:
     lines = [f"replay: {stats.get('events', 0):,} events from {stats.get('journals', 0)} journal(s), "
              f"{stats.get('segments', 0)} segment(s), {stats.get('units', 0)} fold unit(s)"]
     if stats.get("step_seconds"):
@@ -39,8 +67,18 @@ def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool) 
                  f"p99 {_fmt_ms(rec.get('p99'))}, max {_fmt_ms(rec.get('max'))} ({rec.get('count', 0)} failures)")
     for severity, rule, n in counts:
         lines.append(f"  {severity:9} {rule:28} {n:>8,}")
+    total = sum(n for severity, _, n in counts if severity == "violation")
+    if total:
+        lines.append("violations:")
+        lines += violation_lines(_ordered(sample), total)
     lines.append("verdict: PASS" if passed else "verdict: FAIL (violations found)")
     return "\n".join(lines)
+
+
+def _ordered(findings) -> list[dict]:
+    order = {s: k for k, s in enumerate(history.SEVERITIES)}
+    return sorted(findings, key=lambda f: (order.get(f["severity"], 9), f.get("journal") or "", f.get("seq") or 0,
+                                           f.get("file") or "", f.get("line") or 0))
 
 
 def _charts(out: Path, series: dict) -> list[tuple[str, str]]:
@@ -100,8 +138,7 @@ def write_report(out: Path, *, stats: dict, counts: list[tuple[str, str, int]], 
     verdict = ("<p class='pass'>PASS: no rule was violated</p>" if passed else
                "<p class='fail'>FAIL: the audit found violations</p>")
     rows = "".join(f"<tr><td>{e(s)}</td><td>{e(r)}</td><td>{n:,}</td></tr>" for s, r, n in counts)
-    order = {s: k for k, s in enumerate(history.SEVERITIES)}
-    shown = sorted(sample, key=lambda f: (order.get(f["severity"], 9), f.get("journal") or "", f.get("seq") or 0))[:SAMPLE]
+    shown = _ordered(sample)[:SAMPLE]
     frows = "".join(
         f"<tr class='{e(f['severity'])}'><td>{e(f['severity'])}</td><td>{e(f['rule'])}</td>"
         f"<td>{e(str(f.get('journal') or ''))}</td><td>{e(str(f.get('file') or '').rsplit('/', 1)[-1])}"
