@@ -76,8 +76,23 @@ def controller_terms(term_events: Iterable[dict], restarts: Iterable[dict] = (),
                 terms.append(open_term)
                 open_term = None
         if open_term is not None:
-            open_term["reason"] = "still the controller when the journal ends"
+            open_term["reason"] = None  # the journal ends inside the term: see below
             terms.append(open_term)
+    # A term open when its journal ends: the process stopped (a clean stop journals nothing
+    # more) or the journal was cut. Only the cluster's latest term is still held at the end.
+    by_start = sorted(terms, key=lambda t: (t["start"], t["epoch"] if t["epoch"] is not None else -1))
+    for k, t in enumerate(by_start):
+        if t["end"] is not None or t["reason"] is not None:
+            continue
+        later = [u for u in by_start[k + 1:] if u["epoch"] is not None and t["epoch"] is not None
+                 and u["epoch"] > t["epoch"]]
+        if later:
+            nxt = later[0]
+            t["end"] = nxt["start"]
+            t["reason"] = (f"its journal ends inside the term (the process stopped); controller "
+                           f"{nxt['controller_id']} took over with epoch {nxt['epoch']}")
+        else:
+            t["reason"] = "the latest term: held when the journals end"
     for t in terms:
         t["duration_ms"] = None if t["end"] is None else t["end"] - t["start"]
     findings = []
@@ -150,7 +165,7 @@ def broker_intervals(broker_events: Iterable[dict], end_time: int | None = None)
         elif change == "down":
             if current is None or current["state"] != "down":
                 close(b, t)
-                open_(b, "down", t, e, "deregistered")
+                open_(b, "down", t, e, "controlled shutdown" if e.get("controlled") else "deregistered")
         elif change == "bounce":
             close(b, t)
             out.append({"broker": b, "state": "down", "start": t, "end": t, "epoch": e["epoch"],
@@ -168,7 +183,8 @@ def broker_intervals(broker_events: Iterable[dict], end_time: int | None = None)
 
 def failures(intervals: list[dict]) -> list[dict]:
     """Broker failures: down intervals that were seen happen (not brokers already absent when a
-    controller took over), numbered in time order."""
+    controller took over, nor controlled shutdowns, which move leadership away first), numbered
+    in time order."""
     downs = sorted((iv for iv in intervals if iv["state"] == "down" and iv["reason"] == "deregistered"),
                    key=lambda iv: (iv["start"], iv["broker"]))
     return [{"failure": k, "broker": iv["broker"], "time": iv["start"], "journal": iv["journal"], "seq": iv["seq"]}

@@ -285,9 +285,12 @@ class UnitFold:
                     self.brokers.append(self._broker(b, info.epoch, "up", at, epoch, seq))
                 elif prev.epoch != info.epoch:
                     self.brokers.append(self._broker(b, info.epoch, "bounce", at, epoch, seq))
+            shutting_down = getattr(old, "shutting_down", frozenset())
             for b, info in sorted(old.brokers.items()):
                 if b not in new.brokers:
-                    self.brokers.append(self._broker(b, info.epoch, "down", at, epoch, seq))
+                    row = self._broker(b, info.epoch, "down", at, epoch, seq)
+                    row["controlled"] = b in shutting_down  # it asked for a controlled shutdown first
+                    self.brokers.append(row)
         elif cls in _TERM_END and old.active:
             self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "end",
                                "epoch": old.epoch, "time": at, "seq": seq,
