@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -12,7 +14,7 @@ from replay.generate import generate
 from replay.journal_reader import list_segments, read_journal
 from replay.plan import mixed_clusters
 
-from .helpers import read_lines
+from .helpers import ROOT, read_lines
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +80,10 @@ def test_a_journal_whose_segments_name_two_clusters_is_refused():
     assert mixed_clusters([("/j/node-1", "/j/node-1/s1", "AAA"), ("/j/node-2", "/j/node-2/s1", None)]) is None
 
 
-def test_local_cli_refuses_two_clusters(two_clusters, capsys):
+def test_local_cli_refuses_two_clusters(two_clusters):
+    # in a child process: replay.local re-executes itself to pin PYTHONHASHSEED
     parent, _, _ = two_clusters
-    assert local.main(["--journal", str(parent)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: the journals belong to 2 clusters") and err.count("\n") == 1
+    proc = subprocess.run([sys.executable, "-m", "replay.local", "--journal", str(parent)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error: the journals belong to 2 clusters") and proc.stderr.count("\n") == 1
