@@ -237,8 +237,12 @@ class Journal:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         compress_closed: bool = True,
         snapshot_provider: SnapshotProvider | None = None,
+        cluster_id: str | None = None,
     ) -> "Journal":
         """Open (creating if needed) the journal in `directory` for appending.
+
+        `cluster_id` (the cluster's `/cluster/id`) goes first into the body of every snapshot
+        head, so that a replay can tell the journals of different clusters apart.
 
         Verifies the last segment, truncates a torn tail (see `recovery_notes`), and raises
         `JournalCorruption` for damage anywhere else in it. Takes an exclusive lock on the
@@ -250,6 +254,7 @@ class Journal:
             raise ValueError("segment_bytes must be positive")
         self = object.__new__(cls)
         self._init(Path(directory), controller_id, fsync, segment_bytes, compress_closed, snapshot_provider)
+        self.cluster_id = cluster_id
         try:
             self._recover()
         except BaseException:
@@ -269,7 +274,7 @@ class Journal:
             pass  # already reported when it happened
         journal = Journal.open(self._dir, self._controller_id, fsync=self._policy,
                                segment_bytes=self._segment_bytes, compress_closed=self._compress,
-                               snapshot_provider=self.snapshot_provider)
+                               snapshot_provider=self.snapshot_provider, cluster_id=self.cluster_id)
         journal.roll()  # a segment at a file size limit cannot take more
         return journal
 
@@ -458,6 +463,9 @@ class Journal:
             result = self.snapshot_provider()
         epoch, body = result[0], result[1]
         v = result[2] if len(result) > 2 else 1
+        if self.cluster_id is not None:
+            # first in the body: a reader finds it in the line's first few hundred bytes
+            body = {"cluster_id": self.cluster_id, **{k: x for k, x in body.items() if k != "cluster_id"}}
         return encode_record(self._next_seq, self._controller_id, epoch, at, "snapshot", v, body)
 
     def _buffer(self, line: bytes) -> int:

@@ -147,10 +147,11 @@ class ClusterNode:
                                           timeout=cfg.get("zookeeper.connection.timeout.ms", 30000) / 1000)
         for path in zkpaths.PERSISTENT_PATHS:
             await self.zk.ensure_path(path)
-        await self._ensure_cluster_id()
+        cluster_id = await self._ensure_cluster_id()
         journal = None
         if cfg.journal_dir:
-            journal = Journal.open(Path(cfg.journal_dir), self.broker_id, fsync=cfg.get("journal.fsync", "batch"))
+            journal = Journal.open(Path(cfg.journal_dir), self.broker_id, fsync=cfg.get("journal.fsync", "batch"),
+                                   cluster_id=cluster_id)
         self.replies = Replies()
         self.timers = Timers(self._put, now_ms)
         probe = self.instruments
@@ -331,12 +332,20 @@ class ClusterNode:
         if self.loop is not None:
             self.loop.put(event)
 
-    async def _ensure_cluster_id(self) -> None:
+    async def _ensure_cluster_id(self) -> str | None:
+        """Create `/cluster/id` if no node did yet; return the cluster id (recorded in the
+        journal, None if the znode holds something unreadable)."""
         await self.zk.ensure_path(zkpaths.CLUSTER)
         try:
             await self.zk.create(zkpaths.CLUSTER_ID, zkdata.encode_cluster_id(zkdata.new_cluster_id(os.urandom(16))))
         except NodeExists:
             pass
+        data, _ = await self.zk.get(zkpaths.CLUSTER_ID)
+        try:
+            return zkdata.decode_cluster_id(data)
+        except ValueError:
+            log.warning("/cluster/id holds no readable cluster id; the journal will not record one")
+            return None
 
     # -- broker registration ---------------------------------------------------------------------
 

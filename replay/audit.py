@@ -69,14 +69,30 @@ def controller_terms(term_events: Iterable[dict], restarts: Iterable[dict] = (),
                     open_term.update(end=e["time"], end_seq=e["seq"], reason="elected again without resigning")
                     terms.append(open_term)
                 open_term = {"journal": journal, "controller_id": e.get("controller_id"), "epoch": e["epoch"],
-                             "start": e["time"], "end": None, "reason": None, "start_seq": e["seq"], "end_seq": None}
+                             "start": e["time"], "end": None, "reason": None, "start_seq": e["seq"], "end_seq": None,
+                             "file": e.get("file"), "line": e.get("line")}
             elif open_term is not None and (e["epoch"] is None or e["epoch"] == open_term["epoch"]):
                 open_term.update(end=e["time"], end_seq=e["seq"], reason=e.get("reason"))
                 terms.append(open_term)
                 open_term = None
         if open_term is not None:
-            open_term["reason"] = "still the controller when the journal ends"
+            open_term["reason"] = None  # the journal ends inside the term: see below
             terms.append(open_term)
+    # A term open when its journal ends: the process stopped (a clean stop journals nothing
+    # more) or the journal was cut. Only the cluster's latest term is still held at the end.
+    by_start = sorted(terms, key=lambda t: (t["start"], t["epoch"] if t["epoch"] is not None else -1))
+    for k, t in enumerate(by_start):
+        if t["end"] is not None or t["reason"] is not None:
+            continue
+        later = [u for u in by_start[k + 1:] if u["epoch"] is not None and t["epoch"] is not None
+                 and u["epoch"] > t["epoch"]]
+        if later:
+            nxt = later[0]
+            t["end"] = nxt["start"]
+            t["reason"] = (f"its journal ends inside the term (the process stopped); controller "
+                           f"{nxt['controller_id']} took over with epoch {nxt['epoch']}")
+        else:
+            t["reason"] = "the latest term: held when the journals end"
     for t in terms:
         t["duration_ms"] = None if t["end"] is None else t["end"] - t["start"]
     findings = []
@@ -87,7 +103,8 @@ def controller_terms(term_events: Iterable[dict], restarts: Iterable[dict] = (),
         if len(ts) > 1:
             who = ", ".join(f"controller {t['controller_id']} ({t['journal']}, seq {t['start_seq']})" for t in ts)
             findings.append(finding("duplicate-epoch", "violation", f"epoch {epoch} was held {len(ts)} times: {who}",
-                                    journal=ts[1]["journal"], seq=ts[1]["start_seq"], time=ts[1]["start"]))
+                                    journal=ts[1]["journal"], file=ts[1].get("file"), line=ts[1].get("line"),
+                                    seq=ts[1]["start_seq"], time=ts[1]["start"]))
     ordered = sorted(terms, key=lambda t: (t["start"], t["epoch"]))
     highest = None
     for t in ordered:
@@ -95,7 +112,8 @@ def controller_terms(term_events: Iterable[dict], restarts: Iterable[dict] = (),
             findings.append(finding("epoch-order", "violation",
                                     f"controller {t['controller_id']} started epoch {t['epoch']} at {t['start']}, after "
                                     f"controller {highest['controller_id']} had started epoch {highest['epoch']} at "
-                                    f"{highest['start']}", journal=t["journal"], seq=t["start_seq"], time=t["start"]))
+                                    f"{highest['start']}", journal=t["journal"], file=t.get("file"),
+                                    line=t.get("line"), seq=t["start_seq"], time=t["start"]))
         if highest is None or t["epoch"] > highest["epoch"]:
             highest = t
     return sorted(terms, key=lambda t: (t["start"], t["epoch"])), findings
@@ -147,7 +165,7 @@ def broker_intervals(broker_events: Iterable[dict], end_time: int | None = None)
         elif change == "down":
             if current is None or current["state"] != "down":
                 close(b, t)
-                open_(b, "down", t, e, "deregistered")
+                open_(b, "down", t, e, "controlled shutdown" if e.get("controlled") else "deregistered")
         elif change == "bounce":
             close(b, t)
             out.append({"broker": b, "state": "down", "start": t, "end": t, "epoch": e["epoch"],
@@ -165,7 +183,8 @@ def broker_intervals(broker_events: Iterable[dict], end_time: int | None = None)
 
 def failures(intervals: list[dict]) -> list[dict]:
     """Broker failures: down intervals that were seen happen (not brokers already absent when a
-    controller took over), numbered in time order."""
+    controller took over, nor controlled shutdowns, which move leadership away first), numbered
+    in time order."""
     downs = sorted((iv for iv in intervals if iv["state"] == "down" and iv["reason"] == "deregistered"),
                    key=lambda iv: (iv["start"], iv["broker"]))
     return [{"failure": k, "broker": iv["broker"], "time": iv["start"], "journal": iv["journal"], "seq": iv["seq"]}
@@ -235,8 +254,8 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
     topic, partition = rows[0]["topic"], rows[0]["partition"]
 
     def bad(rule, r, detail):
-        findings.append(finding(rule, "violation", detail, journal=r["journal"], seq=r["seq"], time=r["time"],
-                                topic=topic, partition=partition))
+        findings.append(finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
+                                line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic, partition=partition))
 
     for inc in _zk_order(rows):
         prev = None
@@ -367,7 +386,8 @@ def check_elections(elections: Iterable[dict]) -> list[dict]:
         if e["unclean"] and not e["unclean_allowed"] and not e["admin_requested"] and e["outcome"] != "conflict":
             out.append(finding("unclean-not-allowed", "violation",
                                f"unclean election of leader {e['leader']} (epoch {e['leader_epoch']}) while the topic "
-                               "does not allow unclean leader election", journal=e["journal"], seq=e["cause_seq"],
+                               "does not allow unclean leader election", journal=e["journal"], file=e.get("file"),
+                               line=e.get("line"), seq=e["cause_seq"],
                                time=e["time"], topic=e["topic"], partition=e["partition"]))
     return out
 

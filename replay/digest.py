@@ -22,7 +22,24 @@ from controller_core import commands as C
 
 from .collector import gc_paused
 
-_canonical = codec.canonical_json
+try:  # orjson (the journal writer's encoder) is optional: executors may have only attrs and immutables
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the executor's packages
+    _orjson = None
+
+
+def _canonical(obj) -> str:
+    """`codec.canonical_json(obj)`, by orjson where it writes the same text: sorted keys and
+    compact separators are the same, and the values here are str keys, ints, ASCII strings,
+    lists and dicts (codec writes no floats); anything else goes to codec itself."""
+    if _orjson is not None:
+        try:
+            raw = _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            return codec.canonical_json(obj)
+        if raw.isascii():
+            return raw.decode("ascii")
+    return codec.canonical_json(obj)
 _EMPTY = hashlib.blake2b(b"[]", digest_size=16).hexdigest()
 _KEY_TEXT: dict[str, str] = {}
 _ORDER: dict[tuple, list[str]] = {}

@@ -83,6 +83,8 @@ class UnitFold:
         self.state = None
         self.controller_id = None
         self.summary: dict = {}
+        self._where: tuple = (None, None)  # file and line of the event being folded
+        self._last_where: tuple = (None, None)  # of the last record folded
 
     # -- driving -------------------------------------------------------------------------------
 
@@ -139,6 +141,7 @@ class UnitFold:
                            line=line, seq=seq)
             s["last_at"] = max(s["last_at"], rec["at"])
             s["last_seq"] = seq
+            self._last_where = (file, line)
         self._finish()
         s["fold_seconds"] = _time.perf_counter() - started
         return self
@@ -181,6 +184,7 @@ class UnitFold:
                "queue_ms": None, "file": file, "line": line}
         self._last_at = at
         self._pending[seq] = (len(commands), dg, new.epoch, etype, row, commands)
+        self._where = (file, line)
         try:
             self._history(state, new, event, commands, seq, at, etype)
         finally:
@@ -226,14 +230,14 @@ class UnitFold:
             where = "at the end of the journal" if self.summary["last"] else "before the next snapshot"
             self._find("no-effects", "info", f"{len(leftover)} event(s) {where} have no effects record (the controller "
                        "stopped before recording its decisions); they were re-executed but cannot be checked",
-                       seq=leftover[0][0])
+                       file=leftover[0][1][4]["file"], line=leftover[0][1][4]["line"], seq=leftover[0][0])
         self._pending.clear()
         if self.summary["broken"] is None and self.state is not None:
             try:
                 self.summary["final_hash"], self.summary["final_fields"] = state_hashes(codec.encode_state(self.state))
             except codec.CodecError as exc:
                 self._find("unencodable-state", "violation", f"the replayed state cannot be encoded as a snapshot: "
-                           f"{exc}", seq=self.summary["last_seq"])
+                           f"{exc}", file=self._last_where[0], line=self._last_where[1], seq=self.summary["last_seq"])
         self.summary["decisions_left"] = len(self.decisions) + len(self.unconfirmed)
         self.summary["orphans"] = len(self.orphans)
 
@@ -246,6 +250,7 @@ class UnitFold:
             pass  # a large write's progress: its requests went out; the final outcome confirms
         elif cls is E.PartitionStatesWritten:
             outcome = {"journal": self.journal, "write_id": event.write_id, "seq": seq, "time": at,
+                       "file": self._where[0], "line": self._where[1],
                        "versions": [[tp.topic, tp.partition, v] for tp, v in event.versions],
                        "conflicts": [[tp.topic, tp.partition, _li_list(li)] for tp, li in event.conflicts]}
             decision = self.decisions.pop(event.write_id, None)
@@ -267,7 +272,8 @@ class UnitFold:
                                                seq, seq))
         elif cls is E.ControllerElected:
             self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "start",
-                               "epoch": event.epoch, "time": at, "seq": seq, "reason": None})
+                               "epoch": event.epoch, "time": at, "seq": seq, "reason": None,
+                               "file": self._where[0], "line": self._where[1]})
             for b in event.snapshot.brokers:
                 self.brokers.append(self._broker(b.broker_id, b.epoch, "present", at, event.epoch, seq))
             assignments = {}
@@ -291,9 +297,12 @@ class UnitFold:
                     self.brokers.append(self._broker(b, info.epoch, "up", at, epoch, seq))
                 elif prev.epoch != info.epoch:
                     self.brokers.append(self._broker(b, info.epoch, "bounce", at, epoch, seq))
+            shutting_down = getattr(old, "shutting_down", frozenset())
             for b, info in sorted(old.brokers.items()):
                 if b not in new.brokers:
-                    self.brokers.append(self._broker(b, info.epoch, "down", at, epoch, seq))
+                    row = self._broker(b, info.epoch, "down", at, epoch, seq)
+                    row["controlled"] = b in shutting_down  # it asked for a controlled shutdown first
+                    self.brokers.append(row)
         for c in commands:
             kind = type(c)
             if kind is C.WritePartitionStates:
@@ -314,7 +323,8 @@ class UnitFold:
                 "topic": tp.topic, "partition": tp.partition, "leader": li.leader, "leader_epoch": li.leader_epoch,
                 "isr": list(li.isr), "controller_epoch": li.controller_epoch, "zk_version": li.zk_version,
                 "replicas": list(ra.replicas), "adding": list(ra.adding), "removing": list(ra.removing),
-                "kind": kind, "change": change, "cause_type": cause_type, "cause_seq": cause_seq, "seq": seq}
+                "kind": kind, "change": change, "cause_type": cause_type, "cause_seq": cause_seq, "seq": seq,
+                "file": self._where[0], "line": self._where[1]}
 
     def _broker(self, broker, broker_epoch, change, at, epoch, seq) -> dict:
         return {"journal": self.journal, "controller_id": self.controller_id, "epoch": epoch, "time": at, "seq": seq,
@@ -345,7 +355,8 @@ class UnitFold:
                             list(ra.adding) if ra else [], list(ra.removing) if ra else [],
                             [list(i) for i in intents.get(tp, ())], tp in unclean, topic_allows, before])
         return {"journal": self.journal, "controller_id": self.controller_id, "write_id": c.write_id, "seq": seq,
-                "time": at, "cause_type": etype, "epoch": new.epoch, "entries": entries}
+                "time": at, "cause_type": etype, "epoch": new.epoch, "entries": entries,
+                "file": self._where[0], "line": self._where[1]}
 
     def _reassignments(self, old, new, at, seq, etype) -> None:
         for tp in sorted(new.reassigning - old.reassigning):
@@ -381,7 +392,7 @@ def confirm(decision: dict, outcome: dict) -> tuple[list[dict], list[dict]]:
     timeline, elections = [], []
     base = {"time": outcome["time"], "journal": decision["journal"], "controller_id": decision["controller_id"],
             "epoch": decision["epoch"], "cause_type": decision["cause_type"], "cause_seq": decision["seq"],
-            "seq": outcome["seq"]}
+            "seq": outcome["seq"], "file": outcome.get("file"), "line": outcome.get("line")}
     for (topic, p, leader, lepoch, isr, cepoch, zkv, expected, replicas, adding, removing, intents, unclean,
          allowed, before) in decision["entries"]:
         key = (topic, p)
@@ -425,7 +436,8 @@ def _election(decision, topic, p, leader, lepoch, isr, intents, unclean, allowed
             "kind": kind, "strategy": strategy, "leader_before": before, "leader": leader, "leader_epoch": lepoch,
             "isr": isr, "unclean": bool(unclean), "unclean_allowed": bool(allowed),
             "admin_requested": strategy == "offline-unclean", "outcome": outcome_kind,
-            "cause_type": decision["cause_type"], "cause_seq": decision["seq"], "confirm_seq": None}
+            "cause_type": decision["cause_type"], "cause_seq": decision["seq"], "confirm_seq": None,
+            "file": decision.get("file"), "line": decision.get("line")}
 
 
 def unconfirmed_elections(decisions: Iterable[dict]) -> list[dict]:

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
 from replay import history, package, report  # noqa: E402
-from replay.plan import INF, SegmentSummary, check_segments, plan_units  # noqa: E402
+from replay.plan import INF, SegmentSummary, check_segments, mixed_clusters, plan_units  # noqa: E402
 
 TABLES = {
     "partition_timeline": "every partition state ZooKeeper accepted or the controllers observed: time, controller and "
@@ -60,11 +60,11 @@ SCHEMAS = {
     "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
                 "leader_epoch INT, isr ARRAY<INT>, controller_epoch INT, zk_version INT, replicas ARRAY<INT>, "
                 "adding ARRAY<INT>, removing ARRAY<INT>, kind STRING, change STRING, cause_type STRING, "
-                "cause_seq BIGINT, seq BIGINT",
+                "cause_seq BIGINT, seq BIGINT, file STRING, line INT",
     "election": "time BIGINT, decided_at BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, "
                 "`partition` INT, kind STRING, strategy STRING, leader_before INT, leader INT, leader_epoch INT, "
                 "isr ARRAY<INT>, unclean BOOLEAN, unclean_allowed BOOLEAN, admin_requested BOOLEAN, outcome STRING, "
-                "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT",
+                "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT, file STRING, line INT",
     "event": "journal STRING, controller_id INT, seq BIGINT, time BIGINT, type STRING, controller_epoch INT, "
              "commands INT, digest_ok BOOLEAN, replay_us DOUBLE, at_delta_ms BIGINT, queue_ms DOUBLE, file STRING, "
              "line INT",
@@ -74,7 +74,7 @@ SCHEMAS = {
     "broker_intervals": "broker INT, state STRING, start BIGINT, `end` BIGINT, duration_ms BIGINT, epoch INT, "
                         "journal STRING, seq BIGINT, reason STRING, broker_epoch BIGINT",
     "controller_terms": "journal STRING, controller_id INT, epoch INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, "
-                        "reason STRING, start_seq BIGINT, end_seq BIGINT",
+                        "reason STRING, start_seq BIGINT, end_seq BIGINT, file STRING, line INT",
     "reassignments": "topic STRING, `partition` INT, start BIGINT, `end` BIGINT, duration_ms BIGINT, outcome STRING, "
                      "origin ARRAY<INT>, target ARRAY<INT>, start_epoch INT, end_epoch INT, terms INT, journal STRING, "
                      "seq BIGINT",
@@ -86,6 +86,7 @@ CRC_OK = ("substring(text, 1, 8) = '{\"crc\":\"' AND substring(text, 17, 2) = '\
           "lower(lpad(hex(crc32(concat('{', substring(text, 19)))), 8, '0')) = substring(text, 9, 8)")
 HEADER_FIELDS = "seq BIGINT, controller_id BIGINT, controller_epoch BIGINT, at BIGINT, type STRING, v BIGINT"
 SEGMENT_RE = r"^segment-(\d{20})\.jsonl(\.gz)?$"
+CLUSTER_ID_RE = r'"type":"snapshot","v":\d+,"body":\{"cluster_id":"([^"]*)"'
 
 
 class UsageError(Exception):
@@ -102,25 +103,29 @@ def _norm(uri: str) -> str:
     return uri
 
 
-def _list_segments(spark: SparkSession, journal: str) -> tuple[str, list[str]]:
-    """The qualified root and every segment file under it (plain wins over .gz), via Hadoop's
-    file system API: the driver lists, nobody reads yet."""
+def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str, list[str]]:
+    """The root journal names are shown relative to (the one `--journal`, or the common parent of
+    several) and every segment file under them (plain wins over .gz), via Hadoop's file system
+    API: the driver lists, nobody reads yet."""
     import re
 
     sc = spark.sparkContext
     jvm = sc._jvm
-    path = jvm.org.apache.hadoop.fs.Path(journal)
-    fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        raise UsageError(f"--journal {journal} does not exist")
-    if not fs.getFileStatus(path).isDirectory():
-        raise UsageError(f"--journal {journal} is not a directory")
-    root = _norm(fs.makeQualified(path).toString()).rstrip("/")
-    files = spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "segment-*") \
-        .text(journal).inputFiles()
+    roots, files = [], set()
+    for journal in [journals] if isinstance(journals, str) else journals:
+        path = jvm.org.apache.hadoop.fs.Path(journal)
+        fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+        if not fs.exists(path):
+            raise UsageError(f"--journal {journal} does not exist")
+        if not fs.getFileStatus(path).isDirectory():
+            raise UsageError(f"--journal {journal} is not a directory")
+        roots.append(_norm(fs.makeQualified(path).toString()).rstrip("/"))
+        files.update(spark.read.option("recursiveFileLookup", "true").option("pathGlobFilter", "segment-*")
+                     .text(journal).inputFiles())
+    root = roots[0] if len(set(roots)) == 1 else _common_parent(roots)
     pattern = re.compile(SEGMENT_RE)
     chosen: dict[tuple[str, str], str] = {}
-    for f in sorted(_norm(x) for x in files):
+    for f in sorted({_norm(x) for x in files}):
         directory, name = f.rsplit("/", 1)
         m = pattern.match(name)
         if m is None:
@@ -130,8 +135,19 @@ def _list_segments(spark: SparkSession, journal: str) -> tuple[str, list[str]]:
             continue  # the plain copy survived a crash mid-compression: it is authoritative
         chosen[key] = f
     if not chosen:
-        raise UsageError(f"--journal {journal}: no journal segments (segment-<seq>.jsonl[.gz]) found")
+        raise UsageError(f"--journal {' '.join(roots)}: no journal segments (segment-<seq>.jsonl[.gz]) found")
     return root, sorted(chosen.values())
+
+
+def _common_parent(roots: list[str]) -> str:
+    """The longest common directory of several roots (`/a/x`, `/a/y` -> `/a`), on whole names."""
+    parts = [r.split("/") for r in roots]
+    common = []
+    for names in zip(*parts):
+        if len(set(names)) != 1:
+            break
+        common.append(names[0])
+    return "/".join(common)
 
 
 def _whole_files(spark: SparkSession, uris: list[str]) -> DataFrame:
@@ -151,11 +167,12 @@ def _display(root: str, directory: str) -> str:
     return directory
 
 
-def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet: bool = False,
+def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool = True, quiet: bool = False,
         report_dir: str | None = None) -> int:
-    """Run the replay and audit; write the tables under `out` and the report (report.html, the
-    charts, summary.json) under `out` too, or under `report_dir` (a local directory; needed when
-    `out` is not on the local file system); return the exit code."""
+    """Run the replay and audit of the journals under `journal` (one directory or several, of one
+    cluster); write the tables under `out` and the report (report.html, the charts, summary.json)
+    under `out` too, or under `report_dir` (a local directory; needed when `out` is not on the
+    local file system); return the exit code (2: bad input, such as journals of two clusters)."""
     started = time.perf_counter()
     sc = spark.sparkContext
     try:
@@ -197,7 +214,11 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
                      "crc_ok", F.col("h.seq").alias("seq"), F.col("h.type").alias("type"),
                      F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
                             F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
-                            .getField("event_seq")).alias("event_seq"))
+                            .getField("event_seq")).alias("event_seq"),
+                     # the writer puts the cluster id first into a snapshot's body (adapters/journal.py)
+                     F.when(F.col("crc_ok") & (F.col("line") == 1) & (F.col("h.type") == "snapshot"),
+                            F.nullif(F.regexp_extract(F.substring("text", 1, 400), CLUSTER_ID_RE, 1), F.lit("")))
+                     .alias("cluster_id"))
              .persist(StorageLevel.MEMORY_AND_DISK))
 
     # 2. per-segment summaries and the plan (driver, one row per file) -------------------------
@@ -209,12 +230,18 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
         F.max(F.when((F.col("line") == 2) & F.col("ok"), F.col("type"))).alias("second_type"),
         F.max(F.when((F.col("line") == 2) & F.col("ok"), F.col("event_seq"))).alias("second_event_seq"),
         F.max(F.when(F.col("ok"), F.col("event_seq"))).alias("max_effects_event_seq"),
+        F.max("cluster_id").alias("cluster_id"),
     ).collect()
     marks = {"read, check and plan": time.perf_counter()}
     summaries = [SegmentSummary(r["journal"], r["path"], r["name_seq"], r["lines"], bool(r["torn"]), r["head_type"],
                                 r["head_seq"], r["second_type"], r["second_event_seq"], r["max_effects_event_seq"])
                  for r in summary_rows]
     display = {s.journal: _display(root, s.journal) for s in summaries}
+    mixed = mixed_clusters([(r["journal"], r["path"], r["cluster_id"]) for r in summary_rows], display.get)
+    if mixed is not None:
+        lines.unpersist()
+        print(f"error: {mixed}", file=sys.stderr)
+        return 2
     last_segment = {}
     for s in summaries:
         last_segment[s.journal] = max(last_segment.get(s.journal, -1), s.name_seq)
@@ -371,7 +398,7 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
         counts_rows = findings.groupBy("severity", "rule").count().collect()
         sample = [r.asDict() for r in findings.orderBy(
             F.when(F.col("severity") == "violation", 0).when(F.col("severity") == "warning", 1).otherwise(2),
-            "journal", "seq").limit(report.SAMPLE).collect()]
+            "journal", "seq", "file", "line").limit(report.SAMPLE).collect()]
         return counts_rows, sample
 
     # independent Spark jobs, submitted together: on a small cluster their latency dominates
@@ -394,12 +421,13 @@ def run(spark: SparkSession, journal: str, out: str, *, ship: bool = True, quiet
              "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary}
     passed = not any(s == "violation" and n for s, _, n in counts)
     report.write_report(out_dir, stats=stats, counts=counts, sample=sample, series=series, terms=cluster["terms"],
-                        failures=failure_rows, passed=passed, tables=TABLES)
+                        failures=failure_rows, passed=passed, tables=TABLES,
+                        shutdowns=[iv for iv in cluster["broker_intervals"] if iv["reason"] == "controlled shutdown"])
     marks["audit, tables and report"] = time.perf_counter() - rest_started
     stats["wall_seconds"] = time.perf_counter() - started
     (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
     if not quiet:
-        print(report.summary_text(stats, counts, passed))
+        print(report.summary_text(stats, counts, passed, sample))
     for df in (lines, folded, audited, findings):
         df.unpersist()
     return 0 if passed else 1
@@ -432,7 +460,8 @@ def _series(audited_small: dict, events: DataFrame, t0: int, width: int, buckets
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="replay/job.py", description="Replay and audit controller journals on Spark.")
-    p.add_argument("--journal", required=True, help="directory holding the journals (searched recursively)")
+    p.add_argument("--journal", required=True, nargs="+", action="extend",
+                   help="directories holding the journals of one cluster (searched recursively)")
     p.add_argument("--out", required=True, help="directory for the Parquet tables and the report")
     p.add_argument("--report", default=None,
                    help="local directory for report.html and summary.json (default: --out when it is local, "

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import audit, history
 from .fold import UnitFold
 from .journal_reader import InvalidRecord, find_journals, list_segments, verify_line
-from .plan import SegmentSummary, check_segments, finding, plan_units, unit_of
+from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, unit_of
 
 
 def _lines(path: Path) -> tuple[list[bytes], bool, str | None]:
@@ -50,11 +50,16 @@ class Replay:
         return history.verdict(self.findings)[0]
 
 
-def scan(root: Path):
-    """Read and check every segment line. Returns summaries, per-file records, findings."""
-    root = Path(root)
-    summaries, records, findings = [], {}, []
-    for jdir in find_journals(root):
+class MixedClusters(ValueError):
+    """The journals belong to more than one cluster (the message says which)."""
+
+
+def scan(roots):
+    """Read and check every segment line under one root or several. Returns summaries,
+    per-file records, findings, and (journal, file, cluster id) of every snapshot head."""
+    roots = [Path(roots)] if isinstance(roots, (str, os.PathLike)) else [Path(r) for r in roots]
+    summaries, records, findings, clusters = [], {}, [], []
+    for jdir in sorted({j for root in roots for j in find_journals(root)}):
         journal = str(jdir)
         segments = list_segments(jdir)
         for k, seg in enumerate(segments):
@@ -87,6 +92,8 @@ def scan(root: Path):
                 event_seq = rec["body"].get("event_seq") if rec["type"] == "effects" else None
                 if n == 1:
                     head_type, head_seq = rec["type"], rec["seq"]
+                    if rec["type"] == "snapshot":
+                        clusters.append((journal, path, rec["body"].get("cluster_id")))
                 elif n == 2:
                     second_type, second_event = rec["type"], event_seq
                 if event_seq is not None and type(event_seq) is int:
@@ -95,17 +102,23 @@ def scan(root: Path):
             records[path] = recs
             summaries.append(SegmentSummary(journal, path, seg.first_seq, len(lines), torn, head_type, head_seq,
                                             second_type, second_event, max_effects))
-    return summaries, records, findings
+    return summaries, records, findings, clusters
 
 
 def replay(root, display=None) -> Replay:
-    root = Path(root)
+    """Replay and audit the journals under `root` (one directory, or a list of several of one
+    cluster). Raises `MixedClusters` when they belong to different clusters."""
+    roots = [Path(root)] if isinstance(root, (str, os.PathLike)) else [Path(r) for r in root]
+    base = roots[0] if len(set(roots)) == 1 else Path(os.path.commonpath([r.resolve() for r in roots]))
     if display is None:
         def display(journal: str) -> str:
-            rel = Path(journal).relative_to(root).as_posix() if Path(journal) != root else "."
-            return rel
+            j = Path(journal) if len(set(roots)) == 1 else Path(journal).resolve()
+            return j.relative_to(base).as_posix() if j != base else "."
     out = Replay()
-    summaries, records, findings = scan(root)
+    summaries, records, findings, clusters = scan(roots)
+    mixed = mixed_clusters(clusters, display)
+    if mixed is not None:
+        raise MixedClusters(mixed)
     for f in findings:
         f["journal"] = display(f["journal"])
     findings += check_segments(summaries, display)
@@ -205,25 +218,33 @@ def replay(root, display=None) -> Replay:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m replay.local", description="replay and audit without Spark")
-    p.add_argument("--journal", required=True)
+    p.add_argument("--journal", required=True, nargs="+", action="extend",
+                   help="directories holding the journals of one cluster")
     p.add_argument("--out", default=None)
     p.add_argument("--hash-seed", default="0", help="PYTHONHASHSEED to replay with (see replay/README.md)")
     args = p.parse_args(argv)
     if os.environ.get("PYTHONHASHSEED") != args.hash_seed:
         env = {**os.environ, "PYTHONHASHSEED": args.hash_seed}
         os.execve(sys.executable, [sys.executable, "-m", "replay.local", *(sys.argv[1:] if argv is None else argv)], env)
-    if not Path(args.journal).is_dir():
-        print(f"error: --journal {args.journal} is not a directory", file=sys.stderr)
+    for journal in args.journal:
+        if not Path(journal).is_dir():
+            print(f"error: --journal {journal} is not a directory", file=sys.stderr)
+            return 2
+    try:
+        result = replay(args.journal)
+    except MixedClusters as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = replay(args.journal)
     from . import report
 
     counts = history.by_rule(result.findings)
-    print(report.summary_text(result.stats, counts, result.passed))
+    print(report.summary_text(result.stats, counts, result.passed, result.findings))
     if args.out:
         report.write_report(Path(args.out), stats=result.stats, counts=counts, sample=result.findings,
                             series=result.series, terms=result.tables["controller_terms"],
-                            failures=result.tables["broker_failures"], passed=result.passed)
+                            failures=result.tables["broker_failures"], passed=result.passed,
+                            shutdowns=[iv for iv in result.tables["broker_intervals"]
+                                       if iv["reason"] == "controlled shutdown"])
     return 0 if result.passed else 1
 
 
@@ -241,5 +262,7 @@ def run_local(journal, out=None) -> int:
         counts = history.by_rule(result.findings)
         report.write_report(Path(out), stats=result.stats, counts=counts, sample=result.findings,
                             series=result.series, terms=result.tables["controller_terms"],
-                            failures=result.tables["broker_failures"], passed=result.passed)
+                            failures=result.tables["broker_failures"], passed=result.passed,
+                            shutdowns=[iv for iv in result.tables["broker_intervals"]
+                                       if iv["reason"] == "controlled shutdown"])
     return 0 if result.passed else 1

@@ -78,6 +78,14 @@ def shipped_from_zip() -> bool:
     return ".zip" in (replay.__file__ or "")
 
 
+def given_to_spark_submit(sc, name: str = CODE_ZIP) -> bool:
+    """Was a zip of this name given to `spark-submit --py-files`? (`spark-submit replay/job.py`
+    from a checkout runs the driver from the checkout, yet the executors already get the zip;
+    Spark refuses a second file of the same name.)"""
+    files = sc.getConf().get("spark.submit.pyFiles", "") or ""
+    return any(f.rstrip("/").rsplit("/", 1)[-1] == name for f in files.split(",") if f)
+
+
 def ship(sc, workdir: str | None = None) -> dict:
     """Add the code zip (unless already shipped) and the deps zip to a SparkContext. Without a
     `workdir` they go to a temporary directory that is removed when the process exits (Spark
@@ -86,7 +94,7 @@ def ship(sc, workdir: str | None = None) -> dict:
         workdir = tempfile.mkdtemp(prefix="kctl-replay-")
         atexit.register(shutil.rmtree, workdir, True)
     shipped = {}
-    if not shipped_from_zip():
+    if not shipped_from_zip() and not given_to_spark_submit(sc):
         code = build_code(workdir)
         sc.addPyFile(str(code))
         shipped["code"] = str(code)

@@ -138,6 +138,29 @@ def plan_units(summaries: Iterable[SegmentSummary], display=lambda j: j) -> tupl
     return units, findings
 
 
+def mixed_clusters(cluster_ids: Iterable[tuple[str, str, str | None]], display=lambda j: j) -> str | None:
+    """Why these journals cannot be audited as one cluster, or None. `cluster_ids`: (journal,
+    segment file, cluster id recorded in its snapshot head, None when it records none, as
+    journals written before the id was recorded). Journals of one cluster share its
+    `/cluster/id`; a journal that records none is taken to belong with the others."""
+    per_journal: dict[str, dict[str, str]] = {}
+    for journal, path, cid in cluster_ids:
+        if cid:
+            per_journal.setdefault(journal, {}).setdefault(cid, path)
+    for journal, ids in sorted(per_journal.items()):
+        if len(ids) > 1:
+            where = ", ".join(f"{cid} from {_base(path)}" for cid, path in sorted(ids.items(), key=lambda kv: kv[1]))
+            return f"journal {display(journal)} holds segments of {len(ids)} clusters ({where}); replay each on its own"
+    clusters: dict[str, list[str]] = {}
+    for journal, ids in per_journal.items():
+        clusters.setdefault(next(iter(ids)), []).append(display(journal))
+    if len(clusters) > 1:
+        parts = "; ".join(f"{cid} ({', '.join(sorted(js))})" for cid, js in sorted(clusters.items()))
+        return (f"the journals belong to {len(clusters)} clusters: {parts}; replay each cluster on its own "
+                "(one --journal per cluster, or --journal with several directories of one cluster)")
+    return None
+
+
 def unit_of(units_of_journal: list[Unit], key: int) -> Unit | None:
     """The unit whose range holds `key` (units of one journal, in order)."""
     lo, hi = 0, len(units_of_journal)

@@ -23,7 +23,35 @@ def _fmt_ms(v) -> str:
     return "-" if v is None else f"{v:,.0f} ms"
 
 
-def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool) -> str:
+PRINTED = 20  # violations listed in the terminal summary (all of them are in the findings table)
+
+
+def where(f: dict) -> str:
+    """Where a finding points: `journal/segment-....jsonl[.gz]:line` and its seq, as far as known."""
+    journal = f.get("journal")
+    file = f.get("file")
+    if file:
+        base = str(file).rsplit("/", 1)[-1]
+        place = base if journal in (None, ".") else f"{journal}/{base}"
+        if f.get("line"):
+            place += f":{f['line']}"
+    else:
+        place = journal or "(cluster)"
+    if f.get("seq") is not None:
+        place += f" seq {f['seq']}"
+    return place
+
+
+def violation_lines(sample: list[dict], total: int, limit: int = PRINTED) -> list[str]:
+    """The first `limit` violations (rule, journal, file:line, seq, detail), then how many more."""
+    shown = [f for f in sample if f.get("severity") == "violation"][:limit]
+    out = [f"  {f['rule']}: {where(f)}: {f.get('detail') or ''}" for f in shown]
+    if total > len(shown):
+        out.append(f"  ... and {total - len(shown):,} more violation(s) (every finding is in the findings table)")
+    return out
+
+
+def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool, sample: list[dict] = ()) -> str:
     lines = [f"replay: {stats.get('events', 0):,} events from {stats.get('journals', 0)} journal(s), "
              f"{stats.get('segments', 0)} segment(s), {stats.get('units', 0)} fold unit(s)"]
     if stats.get("step_seconds"):
@@ -39,8 +67,23 @@ def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool) 
                  f"p99 {_fmt_ms(rec.get('p99'))}, max {_fmt_ms(rec.get('max'))} ({rec.get('count', 0)} failures)")
     for severity, rule, n in counts:
         lines.append(f"  {severity:9} {rule:28} {n:>8,}")
+    total = sum(n for severity, _, n in counts if severity == "violation")
+    if total:
+        lines.append("violations:")
+        lines += violation_lines(_ordered(sample), total)
     lines.append("verdict: PASS" if passed else "verdict: FAIL (violations found)")
     return "\n".join(lines)
+
+
+def _ordered(findings) -> list[dict]:
+    order = {s: k for k, s in enumerate(history.SEVERITIES)}
+    return sorted(findings, key=lambda f: (order.get(f["severity"], 9), f.get("journal") or "", f.get("seq") or 0,
+                                           f.get("file") or "", f.get("line") or 0))
+
+
+def processing_points(xs: list, values: list) -> list[tuple]:
+    """(x, value) of the chart buckets that hold a measurement."""
+    return [(x, v) for x, v in zip(xs, values) if v is not None and v == v]
 
 
 def _charts(out: Path, series: dict) -> list[tuple[str, str]]:
@@ -63,7 +106,7 @@ def _charts(out: Path, series: dict) -> list[tuple[str, str]]:
         ax.set_xlabel(f"seconds since {_when(t0)} UTC")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 0.86, 1) if name == "leaders_per_broker.png" else None)
         fig.savefig(out / name)
         plt.close(fig)
         charts.append((name, title))
@@ -72,36 +115,50 @@ def _charts(out: Path, series: dict) -> list[tuple[str, str]]:
          lambda ax: ax.step(xs, series.get("offline", [0] * len(xs)), where="post", color="#c0392b"), "partitions")
 
     def leaders(ax):
-        for broker, values in sorted(series.get("leaders", {}).items(), key=lambda kv: int(kv[0])):
-            ax.step(xs, values, where="post", label=f"broker {broker}")
-        if series.get("leaders"):
-            ax.legend(fontsize=7, ncol=4, loc="upper left")
-    save("leaders_per_broker.png", "Partitions led per broker", leaders, "partitions")
+        # stacked bands: brokers often lead the same number of partitions, and lines drawn one
+        # over another hide all but the last
+        per = sorted(series.get("leaders", {}).items(), key=lambda kv: int(kv[0]))
+        if per:
+            ax.stackplot(xs, *[[max(0, v) for v in values] for _, values in per], step="post",
+                         labels=[f"broker {b}" for b, _ in per], alpha=0.85)
+            ax.legend(fontsize=7, ncol=1 + len(per) // 12, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    save("leaders_per_broker.png", "Partitions led per broker (stacked)", leaders, "partitions")
     width_s = series.get("bucket_ms", 1000) / 1000
     save("event_rate.png", "Controller events per second (all journals)",
          lambda ax: ax.plot(xs, [n / width_s for n in series.get("events", [])], color="#2c3e50"), "events/s")
 
     def timing(ax):
-        p50 = series.get("replay_us_p50", [])
-        p99 = series.get("replay_us_p99", [])
-        ax.plot(xs, [v if v is not None else float("nan") for v in p50], label="p50")
-        ax.plot(xs, [v if v is not None else float("nan") for v in p99], label="p99")
+        # only the buckets that hold events: an idle bucket is no measurement, and NaN gaps
+        # between them broke the lines into scattered fragments
+        for name, label in (("replay_us_p50", "p50"), ("replay_us_p99", "p99")):
+            pts = processing_points(xs, series.get(name, []))
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker=".", markersize=3, linewidth=1, label=label)
         ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        if ax.lines:
+            ax.legend(fontsize=7)
     save("processing_time.png", "Processing time per event: step() + digest, re-executed (µs)", timing, "µs")
     return charts
 
 
+def _table(header: str, rows: str) -> str:
+    """A table, or "none" when it has no rows (a bare header row reads like missing data)."""
+    if not rows:
+        return "<p class='none'>none</p>"
+    return f"<table>{header}{rows}</table>"
+
+
 def write_report(out: Path, *, stats: dict, counts: list[tuple[str, str, int]], sample: list[dict], series: dict,
-                 terms: list[dict], failures: list[dict], passed: bool, tables: dict[str, str] | None = None) -> Path:
+                 terms: list[dict], failures: list[dict], passed: bool, tables: dict[str, str] | None = None,
+                 shutdowns: list[dict] = ()) -> Path:
+    """`shutdowns`: the broker intervals of controlled shutdowns (listed apart from failures)."""
     out.mkdir(parents=True, exist_ok=True)
     charts = _charts(out, series)
     e = html.escape
     verdict = ("<p class='pass'>PASS: no rule was violated</p>" if passed else
                "<p class='fail'>FAIL: the audit found violations</p>")
     rows = "".join(f"<tr><td>{e(s)}</td><td>{e(r)}</td><td>{n:,}</td></tr>" for s, r, n in counts)
-    order = {s: k for k, s in enumerate(history.SEVERITIES)}
-    shown = sorted(sample, key=lambda f: (order.get(f["severity"], 9), f.get("journal") or "", f.get("seq") or 0))[:SAMPLE]
+    shown = _ordered(sample)[:SAMPLE]
     frows = "".join(
         f"<tr class='{e(f['severity'])}'><td>{e(f['severity'])}</td><td>{e(f['rule'])}</td>"
         f"<td>{e(str(f.get('journal') or ''))}</td><td>{e(str(f.get('file') or '').rsplit('/', 1)[-1])}"
@@ -114,6 +171,9 @@ def write_report(out: Path, *, stats: dict, counts: list[tuple[str, str, int]], 
     rrows = "".join(
         f"<tr><td>{f['broker']}</td><td>{_when(f['time'])}</td><td>{f.get('partitions', 0)}</td>"
         f"<td>{_fmt_ms(f.get('recovery_ms'))}</td><td>{f.get('unrecovered', 0)}</td></tr>" for f in failures)
+    srows = "".join(
+        f"<tr><td>{s['broker']}</td><td>{_when(s['start'])}</td><td>{_when(s.get('end'))}</td></tr>"
+        for s in sorted(shutdowns, key=lambda s: (s["start"], s["broker"])))
     off = stats.get("offline_ms_per_partition") or {}
     rec = stats.get("recovery_ms_per_failure") or {}
     imgs = "".join(f"<h3>{e(title)}</h3><img src='{name}' alt='{e(title)}'>" for name, title in charts)
@@ -140,13 +200,16 @@ to {_when((series.get('buckets') or [None])[-1])} UTC.</p>
 <p>Queue times are not in the journal yet (the controller loop measures them but does not record them); the
 processing-time chart shows this replay's own step() + digest time per event, and the events table has the
 `at` delta between consecutive events of a journal.</p>
-<h2>Findings by rule</h2><table><tr><th>severity</th><th>rule</th><th>count</th></tr>{rows}</table>
-<h2>Findings (first {min(SAMPLE, len(shown))}; all are in <code>findings/</code>)</h2>
-<table><tr><th>severity</th><th>rule</th><th>journal</th><th>file:line</th><th>seq</th><th>partition</th><th>detail</th></tr>{frows}</table>
+<h2>Findings by rule</h2>{_table("<tr><th>severity</th><th>rule</th><th>count</th></tr>", rows)}
+<h2>Findings ({f"first {len(shown)}; " if len(shown) < sum(n for _, _, n in counts) else ""}all are in <code>findings/</code>)</h2>
+{_table("<tr><th>severity</th><th>rule</th><th>journal</th><th>file:line</th><th>seq</th><th>partition</th><th>detail</th></tr>", frows)}
 <h2>Controller terms</h2>
-<table><tr><th>epoch</th><th>controller</th><th>journal</th><th>start (UTC)</th><th>end (UTC)</th><th>how it ended</th></tr>{trows}</table>
+{_table("<tr><th>epoch</th><th>controller</th><th>journal</th><th>start (UTC)</th><th>end (UTC)</th><th>how it ended</th></tr>", trows)}
 <h2>Broker failures</h2>
-<table><tr><th>broker</th><th>down at (UTC)</th><th>partitions it led</th><th>time to recover</th><th>unrecovered</th></tr>{rrows}</table>
+{_table("<tr><th>broker</th><th>down at (UTC)</th><th>partitions it led</th><th>time to recover</th><th>unrecovered</th></tr>", rrows)}
+<h2>Controlled shutdowns</h2>
+<p>Brokers that asked the controller to move their leadership away before stopping; not failures.</p>
+{_table("<tr><th>broker</th><th>down at (UTC)</th><th>back at (UTC)</th></tr>", srows)}
 <h2>Charts</h2>{imgs}
 <h2>Tables (Parquet)</h2><ul>{table_list}</ul>
 </body></html>

@@ -180,12 +180,16 @@ async def test_journal_folds_back_to_the_live_state(cluster, admin):
     await ctrl.loop.wait_idle()
     ctrl.loop.journal.sync_blocking()
     state = initial_state(ctrl.loop.state.config)
+    cluster_id = zkdata.decode_cluster_id((await admin.get("/cluster/id"))[0])
+    heads = 0
     for record in read_journal(ctrl.loop.journal.directory):
         if record["type"] == "snapshot":
+            heads += 1
+            assert record["body"]["cluster_id"] == cluster_id  # journals say which cluster they belong to
             state = codec.decode_state(record["body"]["state"])
         elif record["type"] == "event":
             state, commands = step(state, codec.decode_event(record["body"]))
-    assert state == ctrl.loop.state
+    assert heads and state == ctrl.loop.state
 
 
 async def _has(admin, topic, partition):

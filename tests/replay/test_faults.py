@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from adapters.journal import encode_record
-from replay import local
+from replay import history, local, report
 from replay.journal_reader import list_segments
 
 from .helpers import copy_tree, flip_byte, read_lines, records, rewrite, write_lines
@@ -23,6 +23,8 @@ def test_flipped_byte_is_reported_with_file_and_line(generated, tmp_path):
     assert [(f["file"], f["line"], f["severity"]) for f in bad] == [(str(seg), 4, "violation")]
     assert "checksum mismatch" in bad[0]["detail"]
     assert not result.passed
+    text = report.summary_text(result.stats, history.by_rule(result.findings), result.passed, result.findings)
+    assert f"  corrupt-record: node-1/{seg.name}:4: checksum mismatch" in text
 
 
 def test_missing_segment_is_a_gap(generated, tmp_path):
@@ -74,22 +76,36 @@ def _plant_observation(root, replayed, change):
             "states": [[[tp.topic, tp.partition], [leader, epoch, isr, cepoch, li.zk_version + 1]]]}
     lines.append(encode_record(seq, tail["controller_id"], tail["controller_epoch"], at, "event", 1, body)[:-1])
     write_lines(last, lines)
-    return name, tp, seq
+    return name, tp, seq, last, len(lines)
 
 
-def test_leader_outside_the_isr(generated, replayed, tmp_path):
+def test_leader_outside_the_isr_names_journal_file_line_and_seq(generated, replayed, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
-    name, tp, seq = _plant_observation(root, replayed, lambda leader, epoch, isr, ce, replicas: (
+    name, tp, seq, path, line = _plant_observation(root, replayed, lambda leader, epoch, isr, ce, replicas: (
         replicas[0], epoch, replicas[1:2], ce))
     result = local.replay(root)
     bad = found(result, "leader-not-in-isr")
-    assert [(f["journal"], f["seq"], f["topic"], f["partition"]) for f in bad] == [(name, seq, tp.topic, tp.partition)]
+    assert [(f["journal"], f["file"], f["line"], f["seq"], f["topic"], f["partition"]) for f in bad] == \
+        [(name, str(path), line, seq, tp.topic, tp.partition)]
     assert not result.passed
+    text = report.summary_text(result.stats, history.by_rule(result.findings), result.passed, result.findings)
+    assert f"  leader-not-in-isr: {name}/{path.name}:{line} seq {seq}: " in text
+
+
+def test_the_summary_lists_the_first_twenty_violations_then_a_count():
+    sample = [{"severity": "violation", "rule": "corrupt-record", "journal": "node-1", "seq": None, "line": k,
+               "file": "/j/node-1/segment-00000000000000000001.jsonl", "detail": "checksum mismatch"}
+              for k in range(1, 31)]
+    text = report.summary_text({}, [("violation", "corrupt-record", 30)], False, sample)
+    listed = [ln for ln in text.splitlines() if ln.startswith("  corrupt-record: ")]
+    assert len(listed) == 20
+    assert listed[0] == "  corrupt-record: node-1/segment-00000000000000000001.jsonl:1: checksum mismatch"
+    assert "... and 10 more violation(s)" in text
 
 
 def test_leader_epoch_going_back(generated, replayed, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
-    name, tp, seq = _plant_observation(root, replayed, lambda leader, epoch, isr, ce, replicas: (
+    name, tp, seq, _, _ = _plant_observation(root, replayed, lambda leader, epoch, isr, ce, replicas: (
         leader, epoch - 1, isr, ce))
     result = local.replay(root)
     bad = found(result, "leader-epoch")

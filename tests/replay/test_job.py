@@ -165,3 +165,22 @@ def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     pids = {pid for pid, _, _ in result["where"]}
     assert os.getpid() not in pids
     assert all(".zip" in path and no_site == 1 for _, path, no_site in result["where"]), result["where"]
+
+
+def test_journals_of_two_clusters_are_refused_in_one_line(spark, journal, tmp_path, capsys):
+    """`--journal` on a parent folder holding two clusters' journals, and `--journal A B` naming
+    them: exit 2 with one `error:` line naming both cluster ids, before anything is folded."""
+    from replay import job
+    from replay.generate import generate
+
+    parent = tmp_path / "parent"
+    copy_tree(journal, parent / "cluster-x")
+    other = generate(parent / "cluster-y", events=300, partitions=20, seed=4, segment_bytes=20_000)["world"]
+    capsys.readouterr()
+    assert job.run(spark, str(parent), str(tmp_path / "out"), quiet=True) == 2
+    assert job.run(spark, [str(parent / "cluster-x"), str(parent / "cluster-y")], str(tmp_path / "out2"),
+                   quiet=True) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and all(ln.startswith("error: the journals belong to 2 clusters: ") for ln in lines)
+    assert other.cluster_id in lines[0] and "cluster-x/node-" in lines[0] and "cluster-y/node-" in lines[0]
+    assert not (tmp_path / "out" / "findings").exists()
