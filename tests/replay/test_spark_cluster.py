@@ -1,7 +1,7 @@
 """The job on a real Spark standalone cluster: a master and a worker started from the pyspark
 installation's own launcher (`bin/spark-class`), on loopback, and the job submitted with
 `spark-submit --master spark://127.0.0.1:PORT --py-files dist/kctl-replay.zip ... replay/job.py`,
-the command docs/notes/issue-18.md and replay/README.md give. The tables must equal the
+the commands README.md and replay/README.md give. The tables must equal the
 plain-Python replay's.
 
 Slow (two JVM daemons, an executor, the job): `pytest -m slow tests/replay/test_spark_cluster.py`.
