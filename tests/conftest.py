@@ -7,6 +7,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, settings
 
+from adapters.zk import ZkSession
 from adapters.zookeeper_server import EmbeddedZooKeeper
 
 # Property tests check what is computed, not how fast: on a shared 2-core machine one example can
@@ -61,3 +62,11 @@ def zk_ensemble_connect(zk_ensemble, request) -> str:
     """The ensemble's connect string (all three servers) with a chroot of the test's own."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:48]
     return f"{zk_ensemble.connect_string}/t-{name}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def admin(zk_connect):
+    """A plain ZooKeeper session on the test's chroot, as an admin tool or a check would use."""
+    zk = await ZkSession.connect(zk_connect)
+    yield zk
+    await zk.close()

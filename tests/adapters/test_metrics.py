@@ -22,7 +22,7 @@ from adapters.metrics import (
     quantile,
 )
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession, force_expire
+from adapters.zk import force_expire
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
@@ -164,13 +164,6 @@ def test_a_broker_change_is_timed_until_its_writes_land_and_is_the_state_while_t
 
 
 # -- a real scrape ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
 
 
 def node_config(zk_connect, tmp_path, broker_id):

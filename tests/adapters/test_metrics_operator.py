@@ -5,11 +5,11 @@ from __future__ import annotations
 from adapters import dynconfig
 from adapters.cluster import wait_for
 from adapters.node import ClusterNode
-from tests.adapters.test_metrics import admin, node_config, scrape, value  # noqa: F401 - fixture
+from tests.adapters.test_metrics import node_config, scrape, value
 from tests.adapters.test_node import active, create_topic
 
 
-async def test_queue_time_per_broker_and_the_new_controller_state_timers(zk_connect, tmp_path, admin):  # noqa: F811
+async def test_queue_time_per_broker_and_the_new_controller_state_timers(zk_connect, tmp_path, admin):
     nodes = []
     try:
         for b in (1, 2):

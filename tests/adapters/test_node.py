@@ -10,7 +10,7 @@ import pytest
 from adapters import zkdata, zkpaths
 from adapters.cluster import controller, partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession, force_expire
+from adapters.zk import force_expire
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition
@@ -32,13 +32,6 @@ async def start_nodes(zk_connect, tmp_path, ids=(1, 2, 3), **settings):
 async def active(nodes):
     found = [n for n in nodes if n.active and n.loop.state.active]
     return found[0] if len(found) == 1 else None
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
 
 
 @pytest.fixture

@@ -14,20 +14,13 @@ from adapters import logformat, statelog, zkdata, zkpaths
 from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from adapters.decisionlog import Decision
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession, force_expire
+from adapters.zk import force_expire
 from controller_core import commands as C
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 FAST = {"zookeeper.session.timeout.ms": "2000", "auto.leader.rebalance.enable": "false",
         "replica.catch.up.delay.ms": "100", "replica.lag.time.max.ms": "1500"}
 PARTITIONS = 6
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
 
 
 async def _active(nodes):

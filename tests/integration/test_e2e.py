@@ -20,7 +20,6 @@ from adapters import zkdata, zkpaths
 from adapters.cli import main
 from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession
 from controller_core.assignment import expand_partitions
 from controller_core.values import LeaderIsr, TopicPartition
 from replay import local
@@ -73,13 +72,6 @@ class Cluster:
             await node.close()
         self.nodes.clear()
         await asyncio.to_thread(self.procs.stop_all)
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pytest
 
 from adapters import zkdata, zkpaths
 from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.zk import ZkSession
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 ck = pytest.importorskip("confluent_kafka")
@@ -22,21 +21,6 @@ from confluent_kafka.admin import (  # noqa: E402
 )
 
 SESSION_MS = 2000
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
-
-
-@pytest.fixture
-def local(zk_connect, tmp_path):
-    with LocalCluster(zk_connect, tmp_path, settings={"zookeeper.session.timeout.ms": str(SESSION_MS),
-                                                     "auto.leader.rebalance.enable": "false",
-                                                     "replica.catch.up.delay.ms": "100"}) as c:
-        yield c
 
 
 async def start(local, admin, ids=(1, 2, 3)) -> dict[int, int]:

@@ -10,20 +10,12 @@ import pytest
 
 from adapters import zkdata, zkpaths
 from adapters.cluster import LocalCluster, controller, partition_states, wait_for
-from adapters.zk import ZkSession
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 from .test_kafka_clients import SESSION_MS, start
 
 KCAT = shutil.which("kcat") or shutil.which("kafkacat")
 pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (make test-kcat installs it)")
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
 
 
 async def kcat_list(port: int) -> dict:

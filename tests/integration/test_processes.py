@@ -7,26 +7,10 @@ import json
 import pytest
 
 from adapters import zkdata, zkpaths
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.zk import ZkSession
+from adapters.cluster import controller, live_brokers, partition_states, wait_for
 from controller_core.values import ReplicaAssignment
 
 SESSION_MS = 2000
-
-
-@pytest.fixture
-async def admin(zk_connect):
-    zk = await ZkSession.connect(zk_connect)
-    yield zk
-    await zk.close()
-
-
-@pytest.fixture
-def local(zk_connect, tmp_path):
-    with LocalCluster(zk_connect, tmp_path, settings={"zookeeper.session.timeout.ms": str(SESSION_MS),
-                                                     "auto.leader.rebalance.enable": "false",
-                                                     "replica.catch.up.delay.ms": "100"}) as c:
-        yield c
 
 
 async def started(local, admin, ids):
