@@ -11,7 +11,6 @@ from adapters import dynconfig, zkpaths
 from adapters.cluster import live_brokers
 from tests.integration.test_e2e import (  # noqa: F401 - fixtures
     a_controller,
-    admin,
     kctl,
     make_cluster,
     missing,
