@@ -6,11 +6,11 @@ What runs inside one `kctl node` process, in one task group:
 - the election: one multi-op creates the ephemeral `/controller` and moves `/controller_epoch`
   from the version it read (KAFKA-6082); on winning, the controller watches start and their
   snapshot becomes `ControllerElected`;
-- the controller loop (adapters/loop.py) with its executor, ZooKeeper writer, broker senders and
+- the controller loop (adapters/controller/loop.py) with its executor, ZooKeeper writer, broker senders and
   timers, and its journal;
 - the control server: broker requests from the controller, and controller requests
   (ControlledShutdown, ElectLeaders) from brokers and tools;
-- the broker itself (adapters/broker.py) with its replica manager.
+- the broker itself (adapters/broker/broker.py) with its replica manager.
 
 Session loss is Kafka's expiry: resign, re-register, compete again. aiozk re-creates a session
 silently, so `ZkSession.on_session_change` is what tells us.
@@ -36,20 +36,28 @@ import attrs
 from controller_core import events as E
 from controller_core.state import ControllerConfig
 
-from . import requests as Q
-from . import zkdata, zkpaths
-from .channel import ControlClient, ControlServer
-from .decisionlog import DecisionLog
-from .executor import Executor, Replies, Timers
-from .journal import Journal
-from .loop import ControllerLoop
-from .metrics import NodeMetrics
-from .senders import Senders
-from .statelog import StateChangeFile
-from .watches import ControllerWatches
-from .zk import Create, NodeExists, NoNode, SetData, TransactionFailed, ZkError, ZkSession
-from .zkpattern import pattern
-from .zkwriter import ZkWriter
+from adapters.control import requests as Q
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.control.transport import ControlClient, ControlServer
+from adapters.observability.decisionlog import DecisionLog
+from adapters.controller.executor import Executor, Replies, Timers
+from adapters.controller.journal import Journal
+from adapters.controller.loop import ControllerLoop
+from adapters.observability.metrics import NodeMetrics
+from adapters.controller.senders import Senders
+from adapters.observability.statelog import StateChangeFile
+from adapters.controller.watches import ControllerWatches
+from adapters.zookeeper.session import (
+    Create,
+    NodeExists,
+    NoNode,
+    SetData,
+    TransactionFailed,
+    ZkError,
+    ZkSession,
+)
+from adapters.controller.zkpattern import pattern
+from adapters.controller.zkwriter import ZkWriter
 
 log = logging.getLogger("kctl.node")
 
@@ -72,7 +80,7 @@ class NodeConfig:
     settings: dict = attrs.field(factory=dict)
     secret: bytes | None = None
     zk_auth: str | None = None  # "user:password" digest credentials
-    zk_pattern: str = "batched"  # the benchmark's other modes: "sequential", "kafka-2.4" (adapters/zkpattern.py)
+    zk_pattern: str = "batched"  # the benchmark's other modes: "sequential", "kafka-2.4" (adapters/controller/zkpattern.py)
 
     def get(self, key: str, default: Any) -> Any:
         value = self.settings.get(key, default)
@@ -128,7 +136,7 @@ class ClusterNode:
         self._tasks: set[asyncio.Task] = set()
         self._crash_event = asyncio.Event()
         self.crashed: BaseException | None = None
-        self.metrics: NodeMetrics | None = None  # with --metrics-port (adapters/metrics.py)
+        self.metrics: NodeMetrics | None = None  # with --metrics-port (adapters/observability/metrics.py)
         self.state_changes: StateChangeFile | None = None  # <journal-dir>/state-change.log
 
     # -- startup --------------------------------------------------------------------------------
@@ -188,7 +196,7 @@ class ClusterNode:
         if hasattr(self.broker, "run"):
             self._spawn(self.broker.run(), "broker")
         await self._follow_dynamic_configs()
-        from .log_dir_events import LogDirEventWatch
+        from adapters.controller.log_dir_events import LogDirEventWatch
 
         self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active, self._epoch_zk_version)
         await self.log_dir_events.start()
@@ -201,8 +209,8 @@ class ClusterNode:
 
     def _open_log_dirs(self) -> None:
         """`log.dirs` (`--log-dirs`): replicas become directories, and a failed dir is reported
-        (adapters/log_dirs.py). Without it the broker keeps no files."""
-        from .log_dirs import LogDirReplicaManager, LogDirs
+        (adapters/broker/log_dirs.py). Without it the broker keeps no files."""
+        from adapters.broker.log_dirs import LogDirReplicaManager, LogDirs
 
         self.log_dirs = None
         dirs = [d.strip() for d in str(self.config.settings.get("log.dirs", "")).split(",") if d.strip()]
@@ -213,7 +221,7 @@ class ClusterNode:
         self.broker.replica_manager = LogDirReplicaManager(self.broker.replica_manager, self.log_dirs)
 
     def _log_dir_failed(self, directory: str, replicas) -> None:
-        from .log_dir_events import notify
+        from adapters.controller.log_dir_events import notify
 
         self.broker.replica_manager.stop_failed(replicas)
 
@@ -236,9 +244,9 @@ class ClusterNode:
 
     async def _follow_dynamic_configs(self) -> None:
         """Kafka's config manager: throttles for the simulated replica manager, the cluster
-        default `unclean.leader.election.enable` for the controller (adapters/config_watch.py)."""
-        from .config_watch import DynamicConfigs
-        from .replica_manager import SimulatedReplicaManager
+        default `unclean.leader.election.enable` for the controller (adapters/broker/config_watch.py)."""
+        from adapters.broker.config_watch import DynamicConfigs
+        from adapters.broker.replica_manager import SimulatedReplicaManager
 
         self._unclean_default: bool | None = None
         self.dynamic_configs = DynamicConfigs(self.zk, self._on_config_change)
@@ -250,7 +258,7 @@ class ClusterNode:
         await self.dynamic_configs.start()
 
     def _on_config_change(self, entity_type: str, name: str) -> None:
-        from . import dynconfig as D
+        from adapters.znodes import dynconfig as D
 
         rm = getattr(self.broker, "replica_manager", None)
         if hasattr(rm, "throttles_changed"):
@@ -271,7 +279,7 @@ class ClusterNode:
             self._put(E.BrokerDefaultConfigChanged(at=now_ms(), unclean_leader_election_enable=unclean))
 
     def _make_broker(self):
-        from .broker import Broker
+        from adapters.broker.broker import Broker
 
         return Broker(self.broker_id, self.zk, replica_manager=self.replica_manager,
                       replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms", 10000),
@@ -280,14 +288,14 @@ class ClusterNode:
 
     def _make_kafka_apis(self):
         """Kafka's wire protocol for stock clients on the same port (`adapters.kafka`)."""
-        from .kafka.apis import BrokerServices, KafkaApis
+        from adapters.kafka.apis import BrokerServices, KafkaApis
 
         return KafkaApis(BrokerServices(
             broker_id=self.broker_id, broker=self.broker, zk=lambda: self.zk, is_controller=lambda: self.active,
             controller_request=self._handle_controller_request, static_config=dict(self.config.settings)))
 
     async def _serve_kafka_client(self, reader, writer, first: bytes, peer: str) -> None:
-        from .kafka.listener import serve
+        from adapters.kafka.listener import serve
 
         await serve(self.kafka, reader, writer, first, peer)
 
@@ -393,7 +401,7 @@ class ClusterNode:
             try:
                 session_file.parent.mkdir(parents=True, exist_ok=True)
                 # the password too, so that fault tools can expire this session from outside
-                # (adapters.zk.force_expire, the chaos soak); readable by this user only, and
+                # (adapters.zookeeper.session.force_expire, the chaos soak); readable by this user only, and
                 # replaced whole so that a reader never sees half a file
                 tmp = session_file.with_suffix(".tmp")
                 tmp.unlink(missing_ok=True)

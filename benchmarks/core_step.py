@@ -85,7 +85,7 @@ def time_ms(fn, runs: int) -> list[float]:
 
 def tune_gc() -> None:
     """Configure the collector as the controller loop does after loading a grown state
-    (adapters/loop.py, `_freeze_grown_state`): long-lived state is frozen out of the cyclic
+    (adapters/controller/loop.py, `_freeze_grown_state`): long-lived state is frozen out of the cyclic
     collector's scans."""
     gc.collect()
     gc.freeze()

@@ -14,7 +14,7 @@ Scenarios (CONTRACT section 4):
   follow).
 
 Modes, measured in the same run. The same controller and cluster with three ZooKeeper patterns
-(adapters/zkpattern.py): `batched` (the product), `sequential` (one conditional write per
+(adapters/controller/zkpattern.py): `batched` (the product), `sequential` (one conditional write per
 partition, one after another, as Kafka <= 1.0 did) and `kafka-2.4` (Kafka 2.4's: one two-op
 multi, epoch check plus setData, per partition, at most 10 in flight; its controller-failover
 reads one getData per state, 10 in flight). And the floors, the same ZooKeeper work with no
@@ -53,15 +53,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters import zkdata, zkpaths
+from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession, force_expire
+from adapters.zookeeper.session import ZkSession, force_expire
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import ReplicaAssignment
 
 SCENARIOS = ("broker-failure", "controlled-shutdown", "controller-failover")
-CLUSTER_MODES = ("batched", "sequential", "kafka-2.4")  # the controller, with adapters/zkpattern.py's patterns
+CLUSTER_MODES = ("batched", "sequential", "kafka-2.4")  # the controller, with adapters/controller/zkpattern.py's patterns
 FLOOR_MODES = ("zk-floor", "java-floor", "aiozk-reference")  # benchmarks/floors.py
 MODES = CLUSTER_MODES + FLOOR_MODES
 PREPARE_SLEEP_S = 0.5
@@ -229,7 +229,7 @@ class Probe:
 
 class BenchCluster:
     def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str):
-        from adapters.cluster import LocalCluster
+        from adapters.sim.cluster import LocalCluster
 
         self.scenario = scenario
         self.processes = LocalCluster(connect, base / "processes", settings=NODE_SETTINGS)
@@ -522,7 +522,7 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
 async def run(args, console) -> dict:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adapters.zookeeper_server import EmbeddedZooKeeper
+    from adapters.zookeeper.server import EmbeddedZooKeeper
     from benchmarks import floors
 
     base = Path(tempfile.mkdtemp(prefix="kctl-bench-"))

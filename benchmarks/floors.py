@@ -10,7 +10,7 @@ and is not reported; the Java floor warms up over at least `JIT_WARMUP_OPS` oper
 - `zk-floor`: the product's own multi-op frames (chunks of `DEFAULT_CHUNK_OPS` setData behind the
   epoch check, under `MAX_CHUNK_BYTES`; reads in multiRead requests of `MULTI_READ_OPS`, as many
   in flight as `ZkSession.get_many` allows), encoded before t0 and sent over the product's
-  connection code (adapters/zkconnection.py) with the product's concurrency: the least the
+  connection code (adapters/zookeeper/connection.py) with the product's concurrency: the least the
   product's Python client can take for this work.
 - `java-floor`: the same requests, batches and concurrency from ZooKeeper's own Java client
   (benchmarks/java/Floor.java, compiled at run time against the jars in the pyspark wheel),
@@ -31,11 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters import zkdata
-from adapters.zk import DEFAULT_CHUNK_OPS, MAX_CHUNK_BYTES, MULTI_READ_OPS, ZkSession, _chunks, parse_connect_string
-from adapters.zkconnection import READ_WINDOW
-from adapters.zkvalues import CONTROLLER_EPOCH_PATH
-from adapters.zkwire import (_CHECK, _GET_DATA, _INT, _MULTI, _MULTI_HEADER, _MULTI_READ, _SET_DATA, _buffer,
+from adapters.znodes import codec as zkdata
+from adapters.zookeeper.session import DEFAULT_CHUNK_OPS, MAX_CHUNK_BYTES, MULTI_READ_OPS, ZkSession, _chunks, parse_connect_string
+from adapters.zookeeper.connection import READ_WINDOW
+from adapters.zookeeper.values import CONTROLLER_EPOCH_PATH
+from adapters.zookeeper.wire import (_CHECK, _GET_DATA, _INT, _MULTI, _MULTI_HEADER, _MULTI_READ, _SET_DATA, _buffer,
                              _OpError, _Request, _ustr)
 from controller_core.values import LeaderIsr
 
@@ -219,7 +219,7 @@ class JavaFloor:
     runs it per scenario."""
 
     def __init__(self, workdir: Path):
-        from adapters.zookeeper_server import EmbeddedZooKeeperError, zookeeper_classpath
+        from adapters.zookeeper.server import EmbeddedZooKeeperError, zookeeper_classpath
 
         self.workdir = workdir
         try:

@@ -13,7 +13,7 @@ from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 
 
 class _Cache:
-    """The fields of `adapters.broker.Broker` that `metadata.snapshot` reads."""
+    """The fields of `adapters.broker.broker.Broker` that `metadata.snapshot` reads."""
 
     def __init__(self, partitions: int):
         self._meta_brokers = {i: BrokerInfo(i, "127.0.0.1", 9000 + i, 1, None) for i in range(1, 6)}

@@ -32,10 +32,10 @@ from types import SimpleNamespace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from adapters import logformat, statelog
-from adapters.decisionlog import DecisionLog
-from adapters.loop import EventStats
-from adapters.metrics import ControllerStats, NodeCollector
+from adapters.observability import logformat, statelog
+from adapters.observability.decisionlog import DecisionLog
+from adapters.controller.loop import EventStats
+from adapters.observability.metrics import ControllerStats, NodeCollector
 from benchmarks.core_step import AT, cluster, tune_gc
 from controller_core import commands as C
 from controller_core import events as E

@@ -29,9 +29,9 @@ import tempfile
 import time
 import uuid
 
-from adapters import zk as zk_module
-from adapters.zk import ZkSession, parse_connect_string
-from adapters.zookeeper_server import EmbeddedZooKeeper
+from adapters.zookeeper import session as zk_module
+from adapters.zookeeper.session import ZkSession, parse_connect_string
+from adapters.zookeeper.server import EmbeddedZooKeeper
 
 PER_TOPIC = 100
 
@@ -74,7 +74,7 @@ class Bench:
         return time.perf_counter() - start
 
     async def kafka_multi(self, in_flight: int = 10) -> float:
-        from adapters.zk import SetData
+        from adapters.zookeeper.session import SetData
 
         writes = self.next_writes()
         queue = iter(writes)

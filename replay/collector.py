@@ -4,7 +4,7 @@ A snapshot head of 100,000 partitions decodes into a few hundred thousand small 
 reference cycles; the collections their allocations trigger walk the whole heap and can triple
 the decode's cost. The replay pauses the collector around that work. A plain pause (off, then
 back on if it was on) is enough here: the fold runs in one thread per Python worker. The live
-controller's counted, thread-safe pause is adapters/gcpause.py; the replay does not import it,
+controller's counted, thread-safe pause is adapters/runtime/gcpause.py; the replay does not import it,
 because only `controller_core` and `replay` are shipped to Spark executors (replay/package.py).
 """
 from __future__ import annotations

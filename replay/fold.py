@@ -24,7 +24,7 @@ It also turns each step into history rows (plain dicts, one list per output tabl
 A write decided in one unit may be confirmed in the next: the decision and the outcome are then
 handed out as *leftovers* and joined by `stitch_writes` after all units are folded.
 
-Live-loop facts the fold relies on (adapters/loop.py, adapters/node.py): events are journaled
+Live-loop facts the fold relies on (adapters/controller/loop.py, adapters/node.py): events are journaled
 with the loop's epoch at append time (0 while it is not the controller); a process restart
 starts from `initial_state(config)` and continues the journal, so an event journaled with epoch
 0 while the replayed state has an epoch means the process restarted (the fold does the same);

@@ -215,7 +215,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                      F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
                             F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
                             .getField("event_seq")).alias("event_seq"),
-                     # the writer puts the cluster id first into a snapshot's body (adapters/journal.py)
+                     # the writer puts the cluster id first into a snapshot's body (adapters/controller/journal.py)
                      F.when(F.col("crc_ok") & (F.col("line") == 1) & (F.col("h.type") == "snapshot"),
                             F.nullif(F.regexp_extract(F.substring("text", 1, 400), CLUSTER_ID_RE, 1), F.lit("")))
                      .alias("cluster_id"))

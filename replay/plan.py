@@ -7,7 +7,7 @@ Fold units
 ----------
 Every segment that starts with a "snapshot" record starts a *unit*: the records re-executed from
 that snapshot until the next one. Where exactly a unit begins is subtle, because the controller
-loop (adapters/loop.py) appends a whole batch of events before it steps any of them, and the
+loop (adapters/controller/loop.py) appends a whole batch of events before it steps any of them, and the
 writer takes the head snapshot of a new segment at the first append after the roll, which may
 fall in the middle of a batch. The snapshot is the loop's state at that moment: every event whose
 "effects" record was already appended has been applied, and if the record that triggered the

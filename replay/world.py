@@ -7,10 +7,10 @@ their ISR), the admins (topic churn, reassignments, elections, config changes) a
 (brokers dying and returning, controlled shutdowns, controller failovers by crash, session
 expiry or a zombie that is fenced on its next write).
 
-Each controller-eligible node runs the same discipline as `adapters/loop.py`: a batch of queued
+Each controller-eligible node runs the same discipline as `adapters/controller/loop.py`: a batch of queued
 events is appended to the node's journal first, then each event is stepped, its commands
 executed, and an "effects" record with the commands' digest appended. The journal is the real
-`adapters.journal.Journal`, so what comes out is byte-compatible with a live controller's.
+`adapters.controller.journal.Journal`, so what comes out is byte-compatible with a live controller's.
 
 Everything random comes from one `random.Random(seed)`, and nothing iterates a set of strings
 unsorted, so a seed always produces the same journals.
@@ -21,8 +21,8 @@ import heapq
 import random
 from pathlib import Path
 
-from adapters.journal import Journal
-from adapters.zkdata import new_cluster_id
+from adapters.controller.journal import Journal
+from adapters.znodes.codec import new_cluster_id
 from replay.digest import digest as fast_digest
 from controller_core import codec
 from controller_core import commands as C
@@ -32,7 +32,7 @@ from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
 PROGRESS_MIN, PROGRESS_PARTS = 4000, 4
-"""As adapters/zkwriter.py: a write of that many states reports its progress by quarters."""
+"""As adapters/controller/zkwriter.py: a write of that many states reports its progress by quarters."""
 
 START_AT = 1_700_000_000_000
 UNCLEAN_KEY = "unclean.leader.election.enable"
@@ -296,7 +296,7 @@ class World:
                 delay += 1
         self.later(delay, self.deliver, node.id,
                    lambda at: E.PartitionStatesWritten(at=at, write_id=write_id, conflicts=tuple(conflicts)))
-        # landed writes are at their predicted versions: not listed, as adapters/zkwriter.py does
+        # landed writes are at their predicted versions: not listed, as adapters/controller/zkwriter.py does
 
     def _write_topic(self, node: Node, c: C.WriteTopicAssignment, state) -> None:
         if not self._fence_check(node, state):
@@ -338,7 +338,7 @@ class World:
             return  # ZooKeeper refuses it (BadVersion, NoNode): a newer request is there
         self.plan = c.partitions
         self.plan_version = self.plan_version + 1 if self.plan else -1
-        # the live watches do not deliver the controller's own writes back (adapters/watches.py)
+        # the live watches do not deliver the controller's own writes back (adapters/controller/watches.py)
 
     def _delete_preferred(self, node: Node, c, state) -> None:
         if not self._fence_check(node, state):

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, settings
 
-from adapters.zk import ZkSession
-from adapters.zookeeper_server import EmbeddedZooKeeper
+from adapters.zookeeper.session import ZkSession
+from adapters.zookeeper.server import EmbeddedZooKeeper
 
 # Property tests check what is computed, not how fast: on a shared 2-core machine one example can
 # take longer than Hypothesis's default 200 ms deadline for reasons that have nothing to do with
@@ -37,9 +37,9 @@ def zk_connect(zk_server, request) -> str:
 
 @pytest.fixture(scope="session")
 def zk_ensemble_shared(tmp_path_factory):
-    """A three-server ZooKeeper ensemble (adapters/zookeeper_ensemble.py), started on first use
+    """A three-server ZooKeeper ensemble (adapters/zookeeper/ensemble.py), started on first use
     and shared by every test that asks for it: three JVMs cost too much to start per test."""
-    from adapters.zookeeper_ensemble import ZooKeeperEnsemble
+    from adapters.zookeeper.ensemble import ZooKeeperEnsemble
 
     ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("ensemble"), size=3)
     ensemble.start(timeout=120)

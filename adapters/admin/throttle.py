@@ -20,7 +20,7 @@ registered broker and both replica keys from every topic of the file, and says
 `Throttle was removed.` if it removed anything (Kafka's `removeThrottle`).
 
 Every write keeps the entity's other keys and is followed by a `/config/changes` notification
-(adapters/dynconfig.py).
+(adapters/znodes/dynconfig.py).
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from typing import Mapping, Sequence
 
 from controller_core.values import TopicPartition
 
-from . import dynconfig as D
-from .zk import ZkSession
+from adapters.znodes import dynconfig as D
+from adapters.zookeeper.session import ZkSession
 
 RATE_KEYS = (D.LEADER_THROTTLED_RATE, D.FOLLOWER_THROTTLED_RATE)
 REPLICA_KEYS = (D.LEADER_THROTTLED_REPLICAS, D.FOLLOWER_THROTTLED_REPLICAS)

@@ -3,7 +3,7 @@
 These are the operations of Kafka 2.4's `kafka-topics.sh --zookeeper`,
 `kafka-reassign-partitions.sh --zookeeper` and `kafka-leader-election.sh`, as async functions
 on a `ZkSession`. They write the znodes Kafka's tools write (CONTRACT.md section 1) and nothing
-else; the controller does the rest. `adapters/cli_admin.py` turns them into `kctl` commands.
+else; the controller does the rest. `adapters/cli/admin.py` turns them into `kctl` commands.
 
 Two kinds of failure:
 
@@ -28,11 +28,20 @@ from typing import Any, Callable
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
-from . import dynconfig
-from . import requests as Q
-from . import throttle as throttling
-from . import zkdata, zkpaths
-from .zk import BadVersion, Create, NoAuth, NodeExists, NoNode, SetData, TransactionFailed, ZkSession
+from adapters.znodes import dynconfig
+from adapters.control import requests as Q
+from adapters.admin import throttle as throttling
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.zookeeper.session import (
+    BadVersion,
+    Create,
+    NoAuth,
+    NodeExists,
+    NoNode,
+    SetData,
+    TransactionFailed,
+    ZkSession,
+)
 
 __all__ = [
     "AdminError",
@@ -712,7 +721,7 @@ async def execute_reassignment(
     """Validate, then create `/admin/reassign_partitions`. Returns the current assignment of
     every partition of the topics involved (to print for rollback; also handed to
     `on_validated` before anything is written). With `throttle` (bytes/s) the throttle keys are
-    written first, as Kafka's tool does (adapters/throttle.py)."""
+    written first, as Kafka's tool does (adapters/admin/throttle.py)."""
     found = await _validate_reassignment(zk, entries)
     if await zk.exists(zkpaths.REASSIGN_PARTITIONS) is not None:
         raise AdminError("There is an existing assignment running.")
@@ -815,7 +824,7 @@ async def controller_request(zk: ZkSession, api: str, body: dict, *, secret: byt
                              timeout: float = 30.0) -> dict:
     """Send one request to the current controller (found through `/controller` and its broker
     registration), following it when it moves, until `timeout` seconds have passed."""
-    from .channel import ControlChannelError, ControlClient
+    from adapters.control.transport import ControlChannelError, ControlClient
 
     deadline = time.monotonic() + timeout
     problem = "no controller is elected"

@@ -37,7 +37,7 @@ expected znode version and the leader, leader epoch and controller epoch of the 
 (epoch-unfenced multi-ops, batched). Partitions written together are announced by one
 sequential `/isr_change_notification/isr_change_` znode. A version conflict is never retried
 as such: the broker re-reads the znode and tells the replica manager, which stops leading the
-partition when the leader epoch moved on (see `adapters.replica_manager`).
+partition when the leader epoch moved on (see `adapters.broker.replica_manager`).
 """
 from __future__ import annotations
 
@@ -49,9 +49,9 @@ from typing import Any, Awaitable, Callable
 
 from controller_core.values import LEADER_DURING_DELETE, BrokerInfo, LeaderIsr, PartitionView, TopicPartition
 
-from . import requests as Q
-from . import zkdata, zkpaths
-from .replica_manager import (
+from adapters.control import requests as Q
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.broker.replica_manager import (
     DEFAULT_CATCH_UP_DELAY_MS,
     DEFAULT_REPLICA_LAG_TIME_MAX_MS,
     Clock,
@@ -61,8 +61,8 @@ from .replica_manager import (
     SimulatedReplicaManager,
     monotonic_ms,
 )
-from .wire import Frame
-from .zk import ZkError, ZkSession
+from adapters.control.framing import Frame
+from adapters.zookeeper.session import ZkError, ZkSession
 
 log = logging.getLogger("kctl.broker")
 
@@ -198,7 +198,7 @@ class Broker:
         rm = self.replica_manager
         me = self.broker_id
         errors = []
-        offline = getattr(rm, "is_offline", None)  # log dirs (adapters/log_dirs.py)
+        offline = getattr(rm, "is_offline", None)  # log dirs (adapters/broker/log_dirs.py)
         for i, view in enumerate(views):
             if i and not i % YIELD_EVERY:
                 await asyncio.sleep(0)  # a 100,000-partition request must not starve the ZooKeeper heartbeats

@@ -17,10 +17,10 @@ from typing import Callable
 
 from controller_core.values import TopicPartition
 
-from . import dynconfig as D
-from . import zkdata
-from .watches import Serial
-from .zk import NoNode, ZkSession
+from adapters.znodes import dynconfig as D
+from adapters.znodes import codec as zkdata
+from adapters.controller.watches import Serial
+from adapters.zookeeper.session import NoNode, ZkSession
 
 log = logging.getLogger("kctl.config")
 

@@ -26,7 +26,7 @@ from typing import Callable
 
 from controller_core.values import PartitionView, TopicPartition
 
-from .replica_manager import KafkaStorageError
+from adapters.broker.replica_manager import KafkaStorageError
 
 log = logging.getLogger("kctl.log_dirs")
 

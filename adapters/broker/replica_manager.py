@@ -1,6 +1,6 @@
 """The replica manager of a broker node, and the ISR behaviour of a Kafka 2.4 partition leader.
 
-`adapters.broker.Broker` owns the control requests: it fences them (controller epoch, broker
+`adapters.broker.broker.Broker` owns the control requests: it fences them (controller epoch, broker
 epoch, leader epoch) and hands the accepted partition states to a replica manager. The replica
 manager holds the local replicas and, for the partitions this broker leads, decides when the
 ISR should change. The broker writes those changes to ZooKeeper and reports the outcome back.
@@ -69,7 +69,7 @@ copying `tp` from `leader`, or None when it is not throttled."""
 
 class KafkaStorageError(Exception):
     """A replica manager cannot host this replica: its log dir is offline. The broker answers
-    the partition with KAFKA_STORAGE_ERROR (adapters/log_dirs.py)."""
+    the partition with KAFKA_STORAGE_ERROR (adapters/broker/log_dirs.py)."""
 
 
 Clock = Callable[[], float]

@@ -2,7 +2,7 @@
 
 The flags are those of Kafka 2.4's kafka-topics.sh --zookeeper, kafka-reassign-partitions.sh
 --zookeeper and kafka-leader-election.sh, and so are the outputs, so runbooks translate word for
-word. The logic is in `adapters.admin`; this module parses, checks flag combinations, runs one
+word. The logic is in `adapters.admin.tools`; this module parses, checks flag combinations, runs one
 ZooKeeper session and prints.
 
 Exit codes: 0 success; 2 bad input or a refused request, with one `error: ...` line on stderr
@@ -26,8 +26,9 @@ from typing import Awaitable, Callable
 
 from controller_core.values import TopicPartition
 
-from . import admin, dynconfig, zkdata
-from .zk import NoAuth, TransactionFailed, Unreachable, ZkError, ZkSession
+from adapters.admin import tools as admin
+from adapters.znodes import dynconfig, codec as zkdata
+from adapters.zookeeper.session import NoAuth, TransactionFailed, Unreachable, ZkError, ZkSession
 
 ZK_CONNECT_TIMEOUT_S = 15.0
 _usage_error: type[Exception] | None = None
@@ -37,11 +38,11 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
     """Add the four admin commands to `kctl`'s subparsers. `usage_error` is the exception
     `adapters.cli.main` turns into `error: ...` and exit 2 (default: `adapters.cli.UsageError`;
     pass it when `adapters.cli` may be running as `__main__`)."""
-    from .cli import _zookeeper
+    from adapters.cli.kctl import _zookeeper
 
     global _usage_error
     if usage_error is None:
-        from .cli import UsageError as usage_error
+        from adapters.cli.kctl import UsageError as usage_error
     _usage_error = usage_error
 
     # -- topics
@@ -130,7 +131,7 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_cluster)
 
-    from .cli_configs import add_configs_command
+    from adapters.cli.configs import add_configs_command
 
     add_configs_command(subparsers, _zookeeper, _zk_auth, _run, _bad)
 
@@ -157,7 +158,7 @@ def _run(args, work: Callable[[ZkSession], Awaitable[int]]) -> int:
     """Connect (with `--zk-auth`), run `work`, close; turn admin failures into exit codes."""
     connect = args.zookeeper
     try:
-        from .zk import parse_connect_string
+        from adapters.zookeeper.session import parse_connect_string
         parse_connect_string(connect)
     except ValueError as exc:
         raise _bad(str(exc)) from None

@@ -1,4 +1,4 @@
-"""`kctl chaos`: the seeded chaos soak (adapters/chaos/), wired into the `kctl` parser by
+"""`kctl chaos`: the seeded chaos soak (adapters/sim/chaos/), wired into the `kctl` parser by
 `add_chaos_command(subparsers)`.
 
 Exit 0 when every check passes, 1 when one fails (the failing checks are named) or the cluster
@@ -46,8 +46,8 @@ def add_chaos_command(subparsers) -> None:
 
 
 def _config(args):
-    from .chaos import ChaosConfig
-    from .cli import UsageError, check_connect_string
+    from adapters.sim.chaos import ChaosConfig
+    from adapters.cli.kctl import UsageError, check_connect_string
 
     def positive(name: str, value: float, upper: float) -> None:
         if not value > 0 or value > upper:
@@ -87,10 +87,10 @@ def _config(args):
 
 
 def cmd_chaos(args) -> int:
-    from .chaos import run_chaos
-    from .chaos.run import SetupFailed
-    from .cli import CommandFailure
-    from .zookeeper_server import EmbeddedZooKeeperError
+    from adapters.sim.chaos import run_chaos
+    from adapters.sim.chaos.run import SetupFailed
+    from adapters.cli.kctl import CommandFailure
+    from adapters.zookeeper.server import EmbeddedZooKeeperError
 
     config = _config(args)
     try:

@@ -6,15 +6,15 @@
     kctl configs --entity-type brokers --entity-name 1 --alter --add-config leader.replication.throttled.rate=1000000
 
 Each alter writes `/config/<type>/<name>` (other keys kept) and then a `/config/changes`
-notification (adapters/dynconfig.py), as Kafka's AdminZkClient does. Topic keys are checked
+notification (adapters/znodes/dynconfig.py), as Kafka's AdminZkClient does. Topic keys are checked
 as Kafka's LogConfig checks them; broker keys are those this cluster follows while it runs
 (`dynconfig.BROKER_DYNAMIC_KEYS`). Output lines are Kafka's: `Configs for topic 't' are k=v,...`
 and `Completed Updating config for entity: topic 't'.`
 """
 from __future__ import annotations
 
-from . import admin
-from . import dynconfig as D
+from adapters.admin import tools as admin
+from adapters.znodes import dynconfig as D
 
 
 def add_configs_command(subparsers, zookeeper, zk_auth, run, bad) -> None:

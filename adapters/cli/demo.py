@@ -21,11 +21,11 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
-from . import zkdata, zkpaths
-from .cluster import LocalCluster, controller, live_brokers, partition_states
-from .kafka import stock
-from .zk import NoNode, ZkSession
-from .zookeeper_server import EmbeddedZooKeeper
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states
+from adapters.kafka import stock
+from adapters.zookeeper.session import NoNode, ZkSession
+from adapters.zookeeper.server import EmbeddedZooKeeper
 
 BROKERS = (1, 2, 3, 4)
 SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms": "200",
@@ -35,7 +35,7 @@ SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms":
 
 def _kctl(*args: str) -> tuple[int, str]:
     """Run a kctl admin command in this process, capturing what it prints."""
-    from .cli import main
+    from adapters.cli.kctl import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

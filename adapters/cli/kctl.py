@@ -134,7 +134,7 @@ def check_zk_auth(value: str, what: str) -> str:
 
 
 def check_connect_string(connect: str) -> None:
-    from .zk import parse_connect_string
+    from adapters.zookeeper.session import parse_connect_string
 
     try:
         parse_connect_string(connect)
@@ -143,9 +143,9 @@ def check_connect_string(connect: str) -> None:
 
 
 def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
-    """Every line to stderr as text or one JSON object (adapters/logformat.py); the node's
+    """Every line to stderr as text or one JSON object (adapters/observability/logformat.py); the node's
     state-change log file follows the same format."""
-    from .logformat import configure
+    from adapters.observability.logformat import configure
 
     configure(fmt, level)
 
@@ -154,7 +154,7 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
 
 
 def cmd_zookeeper(args) -> int:
-    from .zookeeper_server import serve_forever
+    from adapters.zookeeper.server import serve_forever
 
     if not 0 <= args.port < 65536:
         raise UsageError(f"--port must be a port number 0-65535, got {args.port}")
@@ -166,7 +166,7 @@ def cmd_zookeeper(args) -> int:
 
 
 def _zookeeper_ensemble(args) -> int:
-    from .zookeeper_ensemble import serve_ensemble_forever
+    from adapters.zookeeper.ensemble import serve_ensemble_forever
 
     if not 1 <= args.ensemble <= 9:
         raise UsageError(f"--ensemble must be a number of servers from 1 to 9, got {args.ensemble}")
@@ -195,9 +195,9 @@ def _check_port_free(port: int) -> None:
 
 
 def cmd_node(args) -> int:
-    from .journal import JournalError
-    from .node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
-    from .zk import Unreachable, ZkError
+    from adapters.controller.journal import JournalError
+    from adapters.node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
+    from adapters.zookeeper.session import Unreachable, ZkError
 
     _apply_properties_file(args)
     if args.broker_id is None:
@@ -301,10 +301,10 @@ async def _abandon(node) -> None:
 
 
 def _apply_properties_file(args) -> None:
-    """`--config FILE` as a Kafka server.properties (adapters/node_properties.py): its identity
+    """`--config FILE` as a Kafka server.properties (adapters/cli/node_properties.py): its identity
     keys fill the flags not given, its node keys become settings, every other key is named in
     one warning line."""
-    from .node_properties import PropertiesError, split_file_settings
+    from adapters.cli.node_properties import PropertiesError, split_file_settings
 
     raw = _settings(args.config, None) if args.config else {}
     try:
@@ -380,19 +380,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the lowest level logged on stderr (default INFO)")
     p.set_defaults(func=cmd_node)
 
-    from .cli_admin import add_admin_commands
+    from adapters.cli.admin import add_admin_commands
 
     add_admin_commands(sub, UsageError)
 
     p = sub.add_parser("demo", help="the tour: a live cluster through failures, a reassignment and a failover")
     p.add_argument("--keep", action="store_true", help="keep the journals, logs and replay report")
-    p.set_defaults(func=lambda args: __import__("adapters.demo", fromlist=["run_demo"]).run_demo(args.keep))
+    p.set_defaults(func=lambda args: __import__("adapters.cli.demo", fromlist=["run_demo"]).run_demo(args.keep))
 
-    from .cli_replay import add_replay_command
+    from adapters.cli.replay import add_replay_command
 
     add_replay_command(sub)
 
-    from .cli_chaos import add_chaos_command
+    from adapters.cli.chaos import add_chaos_command
 
     add_chaos_command(sub)
 
@@ -422,11 +422,3 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
-
-
-if __name__ == "__main__":
-    # `python -m adapters.cli` runs this file as __main__, a second copy of the module; the
-    # subcommands raise adapters.cli's own UsageError, which only that module's main() catches
-    from adapters.cli import main as _main
-
-    sys.exit(_main())

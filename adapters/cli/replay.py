@@ -29,7 +29,7 @@ def add_replay_command(subparsers) -> None:
 
 
 def cmd_replay(args) -> int:
-    from .cli import UsageError
+    from adapters.cli.kctl import UsageError
 
     journals = [Path(j) for j in args.journal]
     for journal in journals:

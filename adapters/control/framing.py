@@ -2,7 +2,7 @@
 
 This module has no sockets, no asyncio and no clock. `encode_frame` turns a request or response
 into bytes, and `FrameDecoder` turns a byte stream back into `Frame` values. The asyncio shell
-(`adapters.channel`) only moves bytes between these functions and the network, so the protocol
+(`adapters.control.transport`) only moves bytes between these functions and the network, so the protocol
 can be tested on bytes alone (in the same way as h11 and wsproto).
 
 Frame layout (all integers big-endian)::
@@ -47,7 +47,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Generator, Iterator, Union
 
-from .gcpause import gc_paused
+from adapters.runtime.gcpause import gc_paused
 
 MAGIC = 0xC7
 VERSION = 1
@@ -367,7 +367,7 @@ def _reject_constant(name: str) -> Any:
 def _parse_json(text: str) -> Any:
     # The cyclic GC sees every container that json.loads allocates. For a 100,000-partition
     # body it runs hundreds of useless collections, which makes parsing 2.5 times slower. A
-    # parse creates no cycles, so for big bodies the GC is paused (adapters/gcpause.py).
+    # parse creates no cycles, so for big bodies the GC is paused (adapters/runtime/gcpause.py).
     if len(text) < _GC_PAUSE_BYTES:
         return json.loads(text, parse_constant=_reject_constant)
     with gc_paused():

@@ -108,7 +108,7 @@ def spliced_body(header: dict, states: bytes):
     """An `EncodedBody` for `header` plus a pre-encoded "partition_states" member. Not
     compressed: the control channel runs between the brokers of one cluster, where zlib costs
     more CPU than the bytes it saves."""
-    from .wire import EncodedBody
+    from adapters.control.framing import EncodedBody
 
     data = orjson.dumps(header)[:-1] + b',"partition_states":' + states + b"}"
     return EncodedBody(data, False, len(data))

@@ -1,6 +1,6 @@
 """The control channel over asyncio TCP: a server, a client and the controller's per-broker sender.
 
-The framing is in `adapters.wire`, which is pure. This module only moves bytes:
+The framing is in `adapters.control.framing`, which is pure. This module only moves bytes:
 
 - `ControlServer` runs on every node. It decodes request frames and awaits
   `handler(frame) -> response body`, then writes the response with the same correlation id.
@@ -31,7 +31,7 @@ import time
 from collections import deque
 from typing import Any, Awaitable, Callable, Generator
 
-from adapters.wire import (
+from adapters.control.framing import (
     DEFAULT_COMPRESS_THRESHOLD,
     DEFAULT_MAX_FRAME_BYTES,
     LENGTH_PREFIX_SIZE,
@@ -669,7 +669,7 @@ class BrokerSendQueue:
 
     async def _deliver(self, item: _Item) -> dict | None:
         """Send `item` until it is acknowledged and return the response body (None: stopped)."""
-        if callable(item.body):  # a lazy body (adapters/senders.py): encoded when its turn comes
+        if callable(item.body):  # a lazy body (adapters/controller/senders.py): encoded when its turn comes
             item.body = item.body()
         if not isinstance(item.body, EncodedBody):  # encode once, however many attempts it takes
             item.body = await encode_body_async(item.body, compress_threshold=self._compress_threshold)

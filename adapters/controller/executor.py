@@ -18,7 +18,7 @@ from controller_core import events as E
 from controller_core.machines import PartitionState
 from controller_core.state import ControllerState
 
-from . import statelog
+from adapters.observability import statelog
 
 log = logging.getLogger("kctl.controller")
 
@@ -81,10 +81,10 @@ class Replies:
 
 
 class Executor:
-    """Routes commands. `zk` executes ZooKeeper writes (adapters/zkwriter.py), `senders` the
+    """Routes commands. `zk` executes ZooKeeper writes (adapters/controller/zkwriter.py), `senders` the
     broker requests, `watches` the partition-state watches, `resign` the election's resignation.
     `controller_id` and `event_seq` (the journal seq of the event being decided) label the
-    state-change log. The counters are read by the metrics (adapters/metrics.py)."""
+    state-change log. The counters are read by the metrics (adapters/observability/metrics.py)."""
 
     def __init__(self, *, zk, senders, replies: Replies, timers: Timers, watches, resign: Callable[[str], None],
                  clock: Callable[[], int] = lambda: int(time.time() * 1000), controller_id: int = -1,
@@ -157,7 +157,7 @@ class Executor:
         return bool(self.zk.in_flight()) or any(self.senders.queue_sizes().values())
 
     def _log_state_changes(self, c: C.LogStateChanges, state: ControllerState) -> None:
-        """Kafka's state-change log (adapters/statelog.py: one line per group listing every
+        """Kafka's state-change log (adapters/observability/statelog.py: one line per group listing every
         partition, written off the loop), and the election counters: O(groups), not O(partitions)."""
         for e in c.entries:
             if e.ok and e.replica < 0 and e.to_state == _ONLINE and e.from_state in _ELECTED_FROM:

@@ -17,8 +17,8 @@ from typing import Callable
 
 from controller_core import events as E
 
-from .watches import Serial, delete_consumed
-from .zk import ZkSession
+from adapters.controller.watches import Serial, delete_consumed
+from adapters.zookeeper.session import ZkSession
 
 log = logging.getLogger("kctl.log_dirs")
 

@@ -50,8 +50,8 @@ from controller_core import events as E
 from controller_core.state import ControllerConfig, ControllerState, initial_state
 from controller_core.step import step
 
-from . import gcpause
-from .journal import JournalError, JournalWriteError, probe_writable
+from adapters.runtime import gcpause
+from adapters.controller.journal import JournalError, JournalWriteError, probe_writable
 
 log = logging.getLogger("kctl.controller")
 
@@ -84,7 +84,7 @@ def _whole_cluster(event) -> bool:
 
 
 class Executor(Protocol):
-    """Carries out commands (adapters/executor.py); must not block: it starts I/O and returns."""
+    """Carries out commands (adapters/controller/executor.py); must not block: it starts I/O and returns."""
 
     def execute(self, commands: tuple, state: ControllerState) -> None: ...
 
@@ -107,7 +107,7 @@ class EventStats:
 class ControllerLoop:
     """Owns the controller state; `put()` is the only way in.
 
-    `journal` is an `adapters.journal.Journal` (or None for tests that do not need one);
+    `journal` is an `adapters.controller.journal.Journal` (or None for tests that do not need one);
     `clock` returns ms since the epoch and stamps nothing but the journal's records (events
     carry their own `at`)."""
 
@@ -129,7 +129,7 @@ class ControllerLoop:
         self._epoch_for_journal = 0
         self.observer = None  # callable(event, timing dict): benchmarks attribute time to phases
         # more callables(event, timing dict) run after each event: the metrics and the decision
-        # log (adapters/metrics.py, decisionlog.py); they must stay O(commands), not O(partitions)
+        # log (adapters/observability/metrics.py, decisionlog.py); they must stay O(commands), not O(partitions)
         self.observers: list = []
         # the event being decided, None between events: the ControllerState gauge reads it from
         # the metrics server's thread (a plain reference, so reading it there is safe)

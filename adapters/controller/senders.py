@@ -16,8 +16,8 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import BrokerInfo
 
-from . import requests as Q
-from .channel import BrokerSendQueue
+from adapters.control import requests as Q
+from adapters.control.transport import BrokerSendQueue
 
 log = logging.getLogger("kctl.senders")
 
@@ -56,7 +56,7 @@ class Senders:
                                         request_timeout=self.request_timeout_s)
                 window = self.queue_times.get(broker_id)
                 if window is None:
-                    from .metrics import Window
+                    from adapters.observability.metrics import Window
 
                     window = self.queue_times[broker_id] = Window()
                 queue.on_dequeue = window.observe

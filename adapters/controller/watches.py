@@ -28,9 +28,9 @@ from typing import Callable
 from controller_core import events as E
 from controller_core.values import TopicPartition
 
-from . import zkdata, zkpaths
-from .gcpause import gc_paused
-from .zk import Fenced, NoNode, ZkError
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.runtime.gcpause import gc_paused
+from adapters.zookeeper.session import Fenced, NoNode, ZkError
 
 log = logging.getLogger("kctl.watches")
 
@@ -104,7 +104,7 @@ class ControllerWatches:
         core already knows it (and a late echo would read as a request again).
 
         `read_many(paths)` reads partition states in bulk (default `zk.get_many`; the
-        benchmark's kafka-2.4 mode reads them as Kafka 2.4 does, adapters/zkpattern.py)."""
+        benchmark's kafka-2.4 mode reads them as Kafka 2.4 does, adapters/controller/zkpattern.py)."""
         self.zk = zk
         self.read_many = read_many if read_many is not None else zk.get_many
         self.put_event = put_event
@@ -160,7 +160,7 @@ class ControllerWatches:
         # The load allocates a few hundred thousand acyclic values for 10,000 partitions: enough
         # to set off a full collection (up to 123 ms measured in the failover benchmark) right
         # before the snapshot is handed over. The loop's own pause takes over from this one
-        # when the snapshot is queued (adapters/loop.py). Held at most until the reads finish
+        # when the snapshot is queued (adapters/controller/loop.py). Held at most until the reads finish
         # or the session expires (then the election is lost and this is cancelled).
         with gc_paused():
             for _ in range(10):  # until the topic listing is stable and every topic has delivered

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from .zk import ConnectionLost, Fenced, SetData, TransactionFailed
+from adapters.zookeeper.session import ConnectionLost, Fenced, SetData, TransactionFailed
 
 KAFKA_MAX_IN_FLIGHT = 10
 """Kafka 2.4's `zookeeper.max.in.flight.requests` default (KafkaConfig.Defaults)."""
@@ -30,7 +30,7 @@ KAFKA_MAX_IN_FLIGHT = 10
 
 class Batched:
     name = "batched"
-    progress = True  # a large write reports its quarters as they land (adapters/zkwriter.py)
+    progress = True  # a large write reports its quarters as they land (adapters/controller/zkwriter.py)
 
     async def write_states(self, zk, epoch_zk_version: int, writes: list, encode: Callable[[Any], bytes],
                            on_landed: Callable | None = None):

@@ -2,7 +2,7 @@
 
 Partition states go out as a few large epoch-checked multi-ops sent concurrently
 (`ZkSession.write_partition_states`), or, in the benchmark's other modes, in the pattern of
-adapters/zkpattern.py (Kafka <= 1.0's one at a time, Kafka 2.4's two-op multi per partition,
+adapters/controller/zkpattern.py (Kafka <= 1.0's one at a time, Kafka 2.4's two-op multi per partition,
 10 in flight). Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
 znodes, admin znodes) are applied in command order by one task.
 
@@ -20,9 +20,9 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import TopicPartition
 
-from . import zkdata, zkpaths
-from .zk import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
-from .zkpattern import PATTERNS
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.zookeeper.session import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
+from adapters.controller.zkpattern import PATTERNS
 
 log = logging.getLogger("kctl.zkwriter")
 
@@ -49,12 +49,12 @@ class ZkWriter:
         self.zk = zk
         self.put_event = put_event
         self.clock = clock
-        self.pattern = pattern  # how partition states are written (adapters/zkpattern.py)
+        self.pattern = pattern  # how partition states are written (adapters/controller/zkpattern.py)
         self.on_written = on_written  # benchmarks: (write_id, count, seconds)
         self.fenced = False
         self._ordered: asyncio.Queue = asyncio.Queue()
         # admin znodes this controller rewrote or deleted: path -> (version, data), (-1, None) for
-        # a deletion; the watches use it to tell their echo from a new request (adapters/watches.py)
+        # a deletion; the watches use it to tell their echo from a new request (adapters/controller/watches.py)
         self.own_writes: dict[str, tuple[int, bytes | None]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._ordered_task: asyncio.Task | None = None

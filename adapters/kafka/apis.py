@@ -8,7 +8,7 @@ Who answers what, as in Kafka 2.4:
 - CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders: only the active controller; any
   other broker answers NOT_CONTROLLER for each topic or partition (clients send them to the
   controller id of their Metadata and retry). They write the znodes Kafka's admin path writes
-  (`adapters.admin`), or, for ElectLeaders, pass the election to the controller's loop, then
+  (`adapters.admin.tools`), or, for ElectLeaders, pass the election to the controller's loop, then
   wait, up to the request's timeout, until this broker's metadata cache shows the outcome
   (Kafka's DelayedCreatePartitions / DelayedDeleteTopics / DelayedElectLeader), else
   REQUEST_TIMED_OUT.
@@ -26,15 +26,15 @@ import attrs
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import TopicPartition
 
-from .. import admin as A
-from .. import requests as Q
-from .. import zkdata, zkpaths
-from ..wire import Frame
-from ..zk import NoNode, ZkError, ZkSession
-from . import codec
-from . import configs as CF
-from . import metadata as M
-from . import protocol as K
+from adapters.admin import tools as A
+from adapters.control import requests as Q
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.control.framing import Frame
+from adapters.zookeeper.session import NoNode, ZkError, ZkSession
+from adapters.kafka import codec
+from adapters.kafka import configs as CF
+from adapters.kafka import metadata as M
+from adapters.kafka import protocol as K
 
 log = logging.getLogger("kctl.kafka")
 
@@ -57,7 +57,7 @@ class BrokerServices:
     to this node's controller; `static_config` the node's Kafka-named settings."""
 
     broker_id: int
-    broker: Any  # adapters.broker.Broker: its metadata cache
+    broker: Any  # adapters.broker.broker.Broker: its metadata cache
     zk: Callable[[], ZkSession | None]
     is_controller: Callable[[], bool]
     controller_request: Callable[[Frame], Awaitable[dict]]

@@ -1,6 +1,6 @@
 """Kafka clients on a node's PLAINTEXT port: one asyncio task per connection.
 
-The port is shared with the control channel. `adapters.channel.ControlServer` looks at the fifth
+The port is shared with the control channel. `adapters.control.transport.ControlServer` looks at the fifth
 byte of each new connection: a control frame has the magic 0xC7 there, a Kafka request the high
 byte of its api key, 0 for every Kafka api. Kafka connections are handed to `serve`.
 
@@ -17,9 +17,9 @@ import asyncio
 import logging
 import struct
 
-from . import protocol as K
-from .apis import KafkaApis
-from .codec import ProtocolError
+from adapters.kafka import protocol as K
+from adapters.kafka.apis import KafkaApis
+from adapters.kafka.codec import ProtocolError
 
 log = logging.getLogger("kctl.kafka")
 

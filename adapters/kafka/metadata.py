@@ -1,6 +1,6 @@
 """Kafka's Metadata answer from a broker's metadata cache (pure).
 
-The cache is the one `adapters.broker.Broker` keeps from the controller's UpdateMetadata
+The cache is the one `adapters.broker.broker.Broker` keeps from the controller's UpdateMetadata
 requests, and nothing else: `snapshot(broker)` is the only place that reads the broker's
 internals, so a change of the UpdateMetadata shape touches one function.
 
@@ -18,7 +18,7 @@ import attrs
 
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 
-from . import protocol as K
+from adapters.kafka import protocol as K
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -50,7 +50,7 @@ def snapshot(broker, *, copy: bool = True) -> CacheSnapshot:
 
 
 def _legal(topic: str) -> bool:
-    from ..admin import _legal as legal
+    from adapters.admin.tools import _legal as legal
 
     return legal(topic)
 

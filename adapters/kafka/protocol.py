@@ -12,7 +12,7 @@ import struct
 
 import attrs
 
-from .codec import ProtocolError, decode, encode, is_flexible
+from adapters.kafka.codec import ProtocolError, decode, encode, is_flexible
 
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")

@@ -74,9 +74,9 @@ async def summary(zk_connect: str) -> str:
     checked against ZooKeeper."""
     if not available():
         return "stock Kafka client: not shown (confluent-kafka is not installed)"
-    from .. import zkdata, zkpaths
-    from ..cluster import controller, partition_states
-    from ..zk import ZkSession
+    from adapters.znodes import codec as zkdata, paths as zkpaths
+    from adapters.sim.cluster import controller, partition_states
+    from adapters.zookeeper.session import ZkSession
 
     zk = await ZkSession.connect(zk_connect)
     try:

@@ -17,7 +17,7 @@ node that is not the controller, an event deferred behind a pending write) are l
 
 Cost on the loop: O(commands) plus O(brokers) or O(topics) when those changed; never a pass
 over the partitions. Every partition is listed in the state-change log instead
-(adapters/statelog.py).
+(adapters/observability/statelog.py).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.machines import PartitionState
 
-from . import logformat
+from adapters.observability import logformat
 
 log = logging.getLogger("kctl.controller")
 

@@ -10,7 +10,7 @@ carry fields:
 - records logged with `extra={...}` naming one of `EXTRA_FIELDS`.
 
 `Structured` messages are rendered only when a handler formats them, which for the state-change
-log happens on its writer thread (adapters/statelog.py), not on the controller's event loop.
+log happens on its writer thread (adapters/observability/statelog.py), not on the controller's event loop.
 """
 from __future__ import annotations
 

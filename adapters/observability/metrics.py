@@ -483,7 +483,7 @@ class NodeCollector(Collector):
         yield from self._zookeeper(getattr(node, "zk", None))
 
     def _zookeeper(self, zk) -> Iterable[Metric]:
-        """The node's ZooKeeper client as it sees its connection (adapters/zkconnection.py's
+        """The node's ZooKeeper client as it sees its connection (adapters/zookeeper/connection.py's
         ConnectionView; plain numbers read from the loop's thread without a lock)."""
         view = zk.connection if zk is not None else None
         for name, attr in (("ZooKeeperSyncConnectsPerSec", "connections"), ("ZooKeeperDisconnectsPerSec", "disconnects"),

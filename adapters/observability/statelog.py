@@ -3,7 +3,7 @@
 Where it goes: `<journal-dir>/state-change.log` of each node, rotated at 64 MB with four old
 files kept (`state-change.log.1` ...), in the process's log format (text, or one JSON object a
 line with `--log-format json`). A node without a journal directory writes none; its decision
-log on stderr (adapters/decisionlog.py) still counts every transition. The logger is
+log on stderr (adapters/observability/decisionlog.py) still counts every transition. The logger is
 `kctl.state.change`, at INFO whatever `--log-level` says, and it does not propagate to stderr,
 for the reason Kafka's log4j sends `state.change.logger` to an appender of its own: one
 failover lists every partition.
@@ -39,7 +39,7 @@ from pathlib import Path
 from controller_core import commands as C
 from controller_core.machines import PartitionState
 
-from . import logformat
+from adapters.observability import logformat
 
 LOGGER_NAME = "kctl.state.change"
 FILE_NAME = "state-change.log"

@@ -8,7 +8,7 @@ of the controller's critical path (measured with `gc.callbacks` in the failover 
 
 Several adapters pause it at once, from different threads: the wire decoder around one big
 parse (in a broker's decoding thread) and the controller loop for a whole burst of work on a
-large cluster (adapters/loop.py). A plain "disable, then enable if it was enabled" lets one
+large cluster (adapters/controller/loop.py). A plain "disable, then enable if it was enabled" lets one
 user's `enable()` end another's pause; here the collector is off while any pause is held and
 back on (if it was on before the first) when the last one ends.
 

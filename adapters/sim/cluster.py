@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import zkdata, zkpaths
-from .zk import NoNode, ZkSession
-from .zookeeper_server import die_with_parent
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.zookeeper.session import NoNode, ZkSession
+from adapters.zookeeper.server import die_with_parent
 
 
 def _kill_with_parent() -> None:

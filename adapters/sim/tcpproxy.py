@@ -1,6 +1,6 @@
 """A TCP proxy on loopback that can delay traffic or cut it: network faults for real.
 
-The chaos soak (adapters/chaos/) puts one `TcpProxy` between each `kctl node` and ZooKeeper, so
+The chaos soak (adapters/sim/chaos/) puts one `TcpProxy` between each `kctl node` and ZooKeeper, so
 a node's connection can be slowed down or partitioned away while every other node keeps its own:
 
     proxy = TcpProxy("127.0.0.1", zk_port)

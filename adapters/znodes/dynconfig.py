@@ -6,9 +6,9 @@ are strings); after every write the writer creates a sequential
 so that every broker's config manager rereads that entity (Kafka's `changeConfigs` followed by
 `createConfigChangeNotification`). `brokers/<default>` is the cluster-wide broker default.
 
-Used by `kctl configs` (adapters/cli_configs.py) and the throttle of `kctl reassign-partitions`
-(adapters/throttle.py). The node side, which follows the notifications, is
-adapters/config_watch.py.
+Used by `kctl configs` (adapters/cli/configs.py) and the throttle of `kctl reassign-partitions`
+(adapters/admin/throttle.py). The node side, which follows the notifications, is
+adapters/broker/config_watch.py.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import json
 import re
 from typing import Iterable, Mapping
 
-from . import zkdata
-from .zk import BadVersion, NodeExists, NoNode, ZkSession
+from adapters.znodes import codec as zkdata
+from adapters.zookeeper.session import BadVersion, NodeExists, NoNode, ZkSession
 
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"

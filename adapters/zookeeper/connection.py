@@ -1,7 +1,7 @@
 """ZooKeeper for kctl, the connection and the session: aiozk 0.32.0's, patched.
 
 `_Connection` and `_Session` subclass aiozk's and replace what we cannot use as it is;
-`ZkSession` (adapters/zk.py) runs on a `_Session`, and `force_expire` on a bare `_Connection`.
+`ZkSession` (adapters/zookeeper/session.py) runs on a `_Session`, and `force_expire` on a bare `_Connection`.
 
 What aiozk 0.32.0 does that we design around (each one is shown by a test in
 tests/adapters/test_zk.py, against the raw client):
@@ -16,11 +16,11 @@ tests/adapters/test_zk.py, against the raw client):
    re-sent after the reconnect, writes raise `ConnectionLost`) and reconnects with a short
    backoff instead of aiozk's 2, 4, 8... s.
 3. A failed transaction comes back as an empty result. We encode multi-ops ourselves
-   (adapters/zkwire.py) and read the per-operation error codes, which name the first failing
+   (adapters/zookeeper/wire.py) and read the per-operation error codes, which name the first failing
    operation; `ZkSession.multi()` then re-reads the targets to report every problem, and tells a
    fenced controller apart.
 4. "host:port/chroot" is not parsed (the port becomes "2181/chroot"): `parse_connect_string`
-   (adapters/zk.py) splits it and `ZkSession` applies the chroot, on every path we send and
+   (adapters/zookeeper/session.py) splits it and `ZkSession` applies the chroot, on every path we send and
    receive.
 
 5. When a server closes the handshake, aiozk forgets the last zxid it saw ("inconsistent zxid"),
@@ -35,11 +35,11 @@ tests/adapters/test_zk.py, against the raw client):
 Also: aiozk has no `addAuth`; we send the digest AuthRequest on every new connection (ZooKeeper
 keeps auth per connection, not per session), before any other request. And aiozk's SetWatches
 replay is switched off: after any reconnect every watched path is re-read instead
-(adapters/zkwatch.py).
+(adapters/zookeeper/watch.py).
 
 Speed, measured by benchmarks/zk_throughput.py: aiozk encodes and decodes through generic `Part`
 objects, writes one socket send per request and reads each frame with two awaits. Here the hot
-requests are encoded and decoded with precompiled structs (adapters/zkwire.py), everything queued
+requests are encoded and decoded with precompiled structs (adapters/zookeeper/wire.py), everything queued
 in one loop iteration goes out in one write, the read loop dispatches every frame of a socket
 read, and `ZkSession.get_many()` batches its reads into multiRead requests (ZooKeeper 3.6+),
 because the server spends ~60 us of CPU per request and that, not Python, limited
@@ -64,10 +64,17 @@ from aiozk.connection import Connection as _AiozkConnection
 from aiozk.session import Session as _AiozkSession
 from aiozk.states import States as _States
 
-from .zkvalues import ConnectionLost, SessionClosed, SessionEvent, SessionExpired, ZkError, _ServerError
-from .zkwire import _CLOSE_OPCODE, _INT, _PARSERS, _REPLY_HEADER, _WATCH_XID, _Request
+from adapters.zookeeper.values import (
+    ConnectionLost,
+    SessionClosed,
+    SessionEvent,
+    SessionExpired,
+    ZkError,
+    _ServerError,
+)
+from adapters.zookeeper.wire import _CLOSE_OPCODE, _INT, _PARSERS, _REPLY_HEADER, _WATCH_XID, _Request
 
-log = logging.getLogger("adapters.zk")  # the ZooKeeper client logs under one name: adapters/zk.py's
+log = logging.getLogger("adapters.zookeeper.session")  # the ZooKeeper client logs under one name: adapters/zookeeper/session.py's
 
 READ_WINDOW = 4096  # pipelined reads in flight
 
@@ -282,7 +289,7 @@ def definite_failure(host: str, error: BaseException) -> str | None:
 
 
 class ConnectionView:
-    """What the client knows of its own connection, for metrics and logs (adapters/metrics.py
+    """What the client knows of its own connection, for metrics and logs (adapters/observability/metrics.py
     reads it): the server it is on, how often it reconnected, how long it was without one.
 
     Updated by `_Session.repair_loop` only; `down_since` is set while there is no connection."""

@@ -1,6 +1,6 @@
 """A ZooKeeper ensemble on loopback, as production runs it: three or five servers, one quorum.
 
-Each member is an `EmbeddedZooKeeper` (adapters/zookeeper_server.py) run as `QuorumPeerMain`
+Each member is an `EmbeddedZooKeeper` (adapters/zookeeper/server.py) run as `QuorumPeerMain`
 from the same pyspark jars, with its own data dir (`<base>/zk-<id>`, holding `myid`), its own
 client port and its own peer (quorum) and election ports:
 
@@ -29,7 +29,7 @@ import threading
 import time
 from pathlib import Path
 
-from .zookeeper_server import (
+from adapters.zookeeper.server import (
     EmbeddedZooKeeper,
     EmbeddedZooKeeperError,
     four_letter_word,

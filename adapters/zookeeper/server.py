@@ -149,7 +149,7 @@ class EmbeddedZooKeeper:
     """
 
     host = "127.0.0.1"
-    main_class = MAIN_CLASS  # an ensemble member runs QuorumPeerMain (adapters/zookeeper_ensemble.py)
+    main_class = MAIN_CLASS  # an ensemble member runs QuorumPeerMain (adapters/zookeeper/ensemble.py)
 
     def __init__(self, data_dir: str | os.PathLike, port: int = 0, tick_time_ms: int = 500,
                  max_session_timeout_ms: int = 60000):
@@ -266,7 +266,7 @@ class EmbeddedZooKeeper:
 
     def launch(self) -> None:
         """Start the JVM without waiting for it to serve (an ensemble member cannot serve
-        before a quorum of its peers is up: adapters/zookeeper_ensemble.py launches them all,
+        before a quorum of its peers is up: adapters/zookeeper/ensemble.py launches them all,
         then waits)."""
         if self.is_running():
             return

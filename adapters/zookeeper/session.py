@@ -5,13 +5,13 @@ exceptions it raises, all imported from this module; it never sees aiozk objects
 can be patched or replaced in the adapters/zk*.py modules below alone. Only zk.py,
 zkconnection.py and zkwatch.py import aiozk.
 
-- adapters/zkvalues.py: the exceptions, `Stat`, the multi-op values (`Create`, `SetData`,
+- adapters/zookeeper/values.py: the exceptions, `Stat`, the multi-op values (`Create`, `SetData`,
   `Delete`, `Check`), `SessionEvent`, the ACLs;
-- adapters/zkwire.py: the wire codec of the requests we encode and decode ourselves;
-- adapters/zkconnection.py: aiozk's connection and session, patched, with what aiozk 0.32.0 does
+- adapters/zookeeper/wire.py: the wire codec of the requests we encode and decode ourselves;
+- adapters/zookeeper/connection.py: aiozk's connection and session, patched, with what aiozk 0.32.0 does
   that we design around (session expiry, EOF, failed transactions, chroots, auth) and how the
   client is made fast;
-- adapters/zkwatch.py: level-triggered watches;
+- adapters/zookeeper/watch.py: level-triggered watches;
 - here: `ZkSession` (paths under the chroot, writes whose answer was lost, multi-ops and the
   diagnosis of their failures, fencing by /controller_epoch, the partition-state hot path),
   `parse_connect_string` and `force_expire`.
@@ -30,16 +30,61 @@ from aiozk import exc as _zexc
 from aiozk import protocol as _proto
 from aiozk.states import States as _States
 
-from .zkconnection import READ_WINDOW, _Connection, _retire, _Session
-from .zkvalues import (  # the values and errors: callers import them from here
-    ACL_CREATOR_ALL_WORLD_READ, ACL_OPEN, CONTROLLER_EPOCH_PATH, BadVersion, Check, ConnectionLost, Create, Delete,
-    Fenced, NoAuth, NodeExists, NoNode, NotEmpty, Op, Problem, SessionClosed, SessionEvent, SessionExpired, SetData,
-    Stat, TransactionFailed, Unreachable, ZkError, _BADVERSION, _NOAUTH, _NODEEXISTS, _NONODE, _NOTEMPTY, _ServerError, _error,
+from adapters.zookeeper.connection import READ_WINDOW, _Connection, _retire, _Session
+from adapters.zookeeper.values import (
+    ACL_CREATOR_ALL_WORLD_READ,
+    ACL_OPEN,
+    CONTROLLER_EPOCH_PATH,
+    BadVersion,
+    Check,
+    ConnectionLost,
+    Create,
+    Delete,
+    Fenced,
+    NoAuth,
+    NodeExists,
+    NoNode,
+    NotEmpty,
+    Op,
+    Problem,
+    SessionClosed,
+    SessionEvent,
+    SessionExpired,
+    SetData,
+    Stat,
+    TransactionFailed,
+    Unreachable,
+    ZkError,
+    _BADVERSION,
+    _NOAUTH,
+    _NODEEXISTS,
+    _NONODE,
+    _NOTEMPTY,
+    _ServerError,
+    _error,
 )
-from .zkwatch import Subscription, Watch
-from .zkwire import (  # _DELETE only for callers (tests/adapters/test_zk.py)
-    _CHECK, _CLOSE_OPCODE, _CREATE2, _DELETE, _EXISTS, _GET_CHILDREN2, _GET_DATA, _INT, _MULTI, _MULTI_HEADER,
-    _MULTI_READ, _OPCODES, _REQ_HEADER, _SET_DATA, _OpError, _Request, _acl_vector, _buffer, _op_body, _ustr,
+from adapters.zookeeper.watch import Subscription, Watch
+from adapters.zookeeper.wire import (
+    _CHECK,
+    _CLOSE_OPCODE,
+    _CREATE2,
+    _DELETE,
+    _EXISTS,
+    _GET_CHILDREN2,
+    _GET_DATA,
+    _INT,
+    _MULTI,
+    _MULTI_HEADER,
+    _MULTI_READ,
+    _OPCODES,
+    _REQ_HEADER,
+    _SET_DATA,
+    _OpError,
+    _Request,
+    _acl_vector,
+    _buffer,
+    _op_body,
+    _ustr,
 )
 
 log = logging.getLogger(__name__)
@@ -236,7 +281,7 @@ class ZkSession:
 
     @property
     def connection(self):
-        """The client's view of its connection (adapters/zkconnection.py's ConnectionView): the
+        """The client's view of its connection (adapters/zookeeper/connection.py's ConnectionView): the
         server it is on, reconnections, time without a connection."""
         return self._session.view
 

@@ -4,7 +4,7 @@ besides `ZkSession` itself.
 The exceptions `ZkSession` raises (`ZkError` and its kinds; `TransactionFailed` with a `Problem`
 per operation in the way; `Fenced`), the server's error codes and the exception each maps to,
 `Stat`, the multi-op values (`Create`, `SetData`, `Delete`, `Check`), `SessionEvent`, and the
-ACLs a session gives the nodes it creates. Plain values only: no I/O, no aiozk. adapters/zk.py
+ACLs a session gives the nodes it creates. Plain values only: no I/O, no aiozk. adapters/zookeeper/session.py
 re-exports all of it; import it from there.
 """
 from __future__ import annotations

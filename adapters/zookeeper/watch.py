@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from aiozk import protocol as _proto
 
-from .zkvalues import ConnectionLost, NoNode, SessionClosed, SessionExpired, ZkError
-from .zkwire import _EXISTS, _GET_CHILDREN2, _GET_DATA
+from adapters.zookeeper.values import ConnectionLost, NoNode, SessionClosed, SessionExpired, ZkError
+from adapters.zookeeper.wire import _EXISTS, _GET_CHILDREN2, _GET_DATA
 
 if TYPE_CHECKING:
-    from .zk import ZkSession
+    from adapters.zookeeper.session import ZkSession
 
-log = logging.getLogger("adapters.zk")  # the ZooKeeper client logs under one name: adapters/zk.py's
+log = logging.getLogger("adapters.zookeeper.session")  # the ZooKeeper client logs under one name: adapters/zookeeper/session.py's
 
 
 class Watch:

@@ -3,7 +3,7 @@
 aiozk encodes and decodes through generic `Part` objects, which is slow. The requests we send in
 bulk (reads, writes, multi-ops, multiRead) are encoded here with precompiled structs into
 `_Request`s, shaped the way aiozk's Connection.send expects, and their replies are decoded by the
-`_PARSERS`, to which the read loop of adapters/zkconnection.py dispatches each frame. A multi-op
+`_PARSERS`, to which the read loop of adapters/zookeeper/connection.py dispatches each frame. A multi-op
 reply carries a result or an error code (`_OpError`) per operation: that is how a failed
 transaction names its first failing operation, where aiozk returns just an empty result.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, Sequence
 
-from .zkvalues import Check, Create, Delete, Op, SetData, Stat
+from adapters.zookeeper.values import Check, Create, Delete, Op, SetData, Stat
 
 # --------------------------------------------------------------------------------------------
 # Wire codec for the requests we send in bulk (aiozk's generic Part machinery is slow)

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import controller, partition_states, wait_for
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import controller, partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import force_expire
+from adapters.zookeeper.session import force_expire
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition

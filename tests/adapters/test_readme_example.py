@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters import zkpaths
-from adapters.zk import ZkSession
+from adapters.znodes import paths as zkpaths
+from adapters.zookeeper.session import ZkSession
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

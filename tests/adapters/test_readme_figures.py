@@ -9,16 +9,18 @@ import time
 
 import pytest
 
-from adapters import gcpause, loop as loop_module, statelog
-from adapters.loop import GC_BURST_PARTITIONS, ControllerLoop
-from adapters.metrics import Window
-from adapters.zk import ZkError, ZkSession
+from adapters.runtime import gcpause
+from adapters.controller import loop as loop_module
+from adapters.observability import statelog
+from adapters.controller.loop import GC_BURST_PARTITIONS, ControllerLoop
+from adapters.observability.metrics import Window
+from adapters.zookeeper.session import ZkError, ZkSession
 from controller_core import commands as C
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.values import TopicPartition
 
-from .test_gc_burst import _elected, _until
-from .test_loop_journal import BusyRecorder, topic
+from tests.adapters.controller.test_gc_burst import _elected, _until
+from tests.adapters.controller.test_loop_journal import BusyRecorder, topic
 
 
 def test_timer_quantiles_cover_the_last_1028_observations():

@@ -16,14 +16,15 @@ import logging
 
 import pytest
 
-from adapters import requests as Q
-from adapters import wire, zkdata, zkpaths
-from adapters.broker import Broker
-from adapters.channel import ControlClient, ControlServer
+from adapters.control import requests as Q
+from adapters.control import framing as wire
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.broker.broker import Broker
+from adapters.control.transport import ControlClient, ControlServer
 from adapters.cli import main
-from adapters.cluster import partition_states, wait_for
+from adapters.sim.cluster import partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 

@@ -499,7 +499,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     def _apply_write(self, w: C.WritePartitionStates) -> E.PartitionStatesWritten:
         conflicts = [(pw.tp, self.zk.states.get(pw.tp)) for pw in w.writes if not self._apply_one(pw)]
-        # landed writes are at their predicted versions: not listed, as adapters/zkwriter.py does
+        # landed writes are at their predicted versions: not listed, as adapters/controller/zkwriter.py does
         return E.PartitionStatesWritten(at=self.tick(), write_id=w.write_id, conflicts=tuple(conflicts))
 
     def _apply_one(self, pw: C.PartitionWrite) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.cluster import LocalCluster
+from adapters.sim.cluster import LocalCluster
 
 SESSION_MS = 2000
 """The nodes' ZooKeeper session timeout in `local`: short, so that a killed node's session ends soon."""

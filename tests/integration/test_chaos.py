@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import os
 
-from adapters.chaos.config import ChaosConfig, stream
-from adapters.chaos.faults import Claims, Faults
-from adapters.chaos.fleet import Fleet
+from adapters.sim.chaos.config import ChaosConfig, stream
+from adapters.sim.chaos.faults import Claims, Faults
+from adapters.sim.chaos.fleet import Fleet
 from adapters.cli import main
 
 DURATION = os.environ.get("KCTL_CHAOS_TEST_DURATION", "50")

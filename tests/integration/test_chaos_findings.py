@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from adapters import admin, zkdata, zkpaths
-from adapters.cluster import LocalCluster, live_brokers, wait_for
-from adapters.zk import ZkSession
+from adapters.admin import tools as admin
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, live_brokers, wait_for
+from adapters.zookeeper.session import ZkSession
 from controller_core.values import TopicPartition
 
 ROUNDS = 8  # before the fix each round lost the request about half the time here

@@ -16,9 +16,9 @@ import sys
 
 import pytest
 
-from adapters import zkdata, zkpaths
+from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
 from controller_core.assignment import expand_partitions
 from controller_core.values import LeaderIsr, TopicPartition

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.zk import ZkSession
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.zookeeper.session import ZkSession
 from controller_core.values import ReplicaAssignment
 from replay.journal_reader import list_segments, read_journal
 

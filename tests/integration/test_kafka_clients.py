@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 ck = pytest.importorskip("confluent_kafka")

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import LocalCluster, controller, partition_states, wait_for
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, controller, partition_states, wait_for
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 from .test_kafka_clients import SESSION_MS, start

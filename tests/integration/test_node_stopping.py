@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import LocalCluster, wait_for
-from adapters.zk import Unreachable, ZkSession
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, wait_for
+from adapters.zookeeper.session import Unreachable, ZkSession
 from controller_core.values import ReplicaAssignment
 
 # the interpreter's start and imports (about 1.5 s on a loaded machine) are not what is measured

@@ -7,8 +7,8 @@ import asyncio
 import json
 import time
 
-from adapters import dynconfig, zkpaths
-from adapters.cluster import live_brokers
+from adapters.znodes import dynconfig, paths as zkpaths
+from adapters.sim.cluster import live_brokers
 from tests.integration.test_e2e import (  # noqa: F401 - fixtures
     a_controller,
     kctl,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import controller, live_brokers, partition_states, wait_for
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import controller, live_brokers, partition_states, wait_for
 from controller_core.values import ReplicaAssignment
 
 SESSION_MS = 2000

@@ -14,10 +14,10 @@ import hashlib
 
 import pytest
 
-from adapters import zkdata, zkpaths
+from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.zk import NoAuth, ZkSession, parse_connect_string
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.zookeeper.session import NoAuth, ZkSession, parse_connect_string
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 CREDENTIALS = "kafka:cluster-secret"

@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters import zkdata, zkpaths
-from adapters.chaos.checks import cluster_checks, replay_local
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.zk import ZkSession
-from adapters.zookeeper_server import free_loopback_port
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.chaos.checks import cluster_checks, replay_local
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.zookeeper.session import ZkSession
+from adapters.zookeeper.server import free_loopback_port
 from controller_core.values import ReplicaAssignment
 
 SESSION_MS = 6000  # the nodes' zookeeper.session.timeout.ms
@@ -145,7 +145,7 @@ class EnsembleCluster:
         assert stats.get("events", 0) > 0
 
     def reconnections(self, broker_id: int) -> list[float]:
-        """The node's own account (adapters/zkconnection.py's log line): seconds without a
+        """The node's own account (adapters/zookeeper/connection.py's log line): seconds without a
         connection, per reconnection."""
         text = self.local.nodes[broker_id].log_text()
         return [float(s) for s in re.findall(r"reconnection \d+ after ([0-9.]+) s without a connection", text)]

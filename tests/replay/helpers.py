@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters.journal import encode_record
+from adapters.controller.journal import encode_record
 from replay.journal_reader import list_segments
 
 ROOT = Path(__file__).resolve().parents[2]

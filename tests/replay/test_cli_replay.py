@@ -5,8 +5,8 @@ import argparse
 
 import pytest
 
-from adapters.cli import UsageError, _Parser
-from adapters.cli_replay import add_replay_command, cmd_replay
+from adapters.cli.kctl import UsageError, _Parser
+from adapters.cli.replay import add_replay_command, cmd_replay
 
 
 def parse(*argv):

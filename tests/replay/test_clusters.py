@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from adapters.journal import Journal
+from adapters.controller.journal import Journal
 from replay import local
 from replay.generate import generate
 from replay.journal_reader import list_segments, read_journal

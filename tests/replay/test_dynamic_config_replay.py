@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from adapters import dynconfig
-from adapters.cluster import wait_for
-from adapters.zk import ZkSession
+from adapters.znodes import dynconfig
+from adapters.sim.cluster import wait_for
+from adapters.zookeeper.session import ZkSession
 from replay import local
 from tests.adapters.test_node import active, create_topic, start_nodes
 from tests.replay.helpers import records

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from adapters.journal import encode_record
+from adapters.controller.journal import encode_record
 from replay import history, local, report
 from replay.journal_reader import list_segments
 

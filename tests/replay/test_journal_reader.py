@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.journal import encode_record
+from adapters.controller.journal import encode_record
 from replay.journal_reader import (
     InvalidRecord,
     JournalCorruption,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.cluster import partition_states, wait_for
-from adapters.zk import ZkSession
+from adapters.sim.cluster import partition_states, wait_for
+from adapters.zookeeper.session import ZkSession
 from replay import local
 from tests.adapters.test_node import active, create_topic, start_nodes
 

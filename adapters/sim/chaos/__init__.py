@@ -1,7 +1,7 @@
 """`kctl chaos`: the seeded chaos soak (issue 7).
 
 A cluster of real `kctl node` processes on a real ZooKeeper, each node connected to ZooKeeper
-through a proxy of its own (adapters/tcpproxy.py), while faults are injected at random and admin
+through a proxy of its own (adapters/sim/tcpproxy.py), while faults are injected at random and admin
 work runs through the same code as `kctl topics`, `kctl reassign-partitions` and
 `kctl leader-election`. At the end everything is healed, the cluster is given time to settle,
 and five checks decide the verdict. The parts:
@@ -15,7 +15,7 @@ and five checks decide the verdict. The parts:
 - `run.py`: the orchestration and the live line;
 - `report.py`: the final tables, `chaos.json` and the figures read from the node logs.
 """
-from .config import ChaosConfig
-from .run import run_chaos
+from adapters.sim.chaos.config import ChaosConfig
+from adapters.sim.chaos.run import run_chaos
 
 __all__ = ["ChaosConfig", "run_chaos"]

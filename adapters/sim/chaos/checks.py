@@ -33,10 +33,11 @@ import attrs
 
 from controller_core.values import TopicPartition
 
-from .. import admin, zkdata, zkpaths
-from .. import requests as Q
-from ..channel import ControlChannelError, ControlClient
-from ..zk import NoNode, ZkSession
+from adapters.admin import tools as admin
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.control import requests as Q
+from adapters.control.transport import ControlChannelError, ControlClient
+from adapters.zookeeper.session import NoNode, ZkSession
 
 SAMPLES = 10  # problems listed per check (all are counted)
 
@@ -267,7 +268,7 @@ async def check_kafka_client(view: ClusterView, controller_id: int | None) -> Ch
     """4b. `kafka-client`: a stock client (confluent-kafka's AdminClient.list_topics, through one
     live broker's Kafka listener) sees ZooKeeper's brokers, controller and, per partition, leader,
     replicas and ISR (topics being deleted aside)."""
-    from ..kafka import stock
+    from adapters.kafka import stock
 
     if not stock.available():
         return Check("kafka-client", True, "not run (confluent-kafka is not installed)")

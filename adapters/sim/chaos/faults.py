@@ -32,9 +32,9 @@ import time
 from collections import Counter
 from typing import Callable, NamedTuple
 
-from ..cluster import controller
-from ..zk import ZkError, ZkSession
-from .fleet import Fleet
+from adapters.sim.cluster import controller
+from adapters.zookeeper.session import ZkError, ZkSession
+from adapters.sim.chaos.fleet import Fleet
 
 log = logging.getLogger("kctl.chaos")
 

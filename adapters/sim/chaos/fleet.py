@@ -1,6 +1,6 @@
 """What the chaos soak runs and breaks: ZooKeeper, one proxy per node, the node processes.
 
-Each node is a real `kctl node` process (adapters/cluster.py) whose `--zookeeper` is its own
+Each node is a real `kctl node` process (adapters/sim/cluster.py) whose `--zookeeper` is its own
 `TcpProxy` in front of the one ZooKeeper server, so a network fault hits one node only. The
 harness itself (admin work, checks, session expiry) talks to ZooKeeper directly.
 
@@ -11,7 +11,7 @@ run on the same loop: a blocked loop would partition every node at once):
 `restart_zookeeper`, and the proxies' `set_delay`/`cut`/`blackhole`/`heal`. `heal_all()` undoes
 everything at once.
 
-Ensemble mode (`zookeeper_servers` > 1): an embedded ensemble (adapters/zookeeper_ensemble.py)
+Ensemble mode (`zookeeper_servers` > 1): an embedded ensemble (adapters/zookeeper/ensemble.py)
 instead of one server; each node then has one proxy per member (a `ProxyGroup`, faulted as one
 link) and a connect string listing them all, and the members themselves are killed, paused and
 restarted (`kill_member`, `pause_member`/`resume_member`, `restart_member`).
@@ -31,12 +31,12 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from ..cluster import LocalCluster, NodeProcess
-from ..tcpproxy import TcpProxy
-from ..zk import ZkSession, force_expire, parse_connect_string
-from ..zookeeper_ensemble import EnsembleMember, ZooKeeperEnsemble
-from ..zookeeper_server import EmbeddedZooKeeper
-from .config import ChaosConfig
+from adapters.sim.cluster import LocalCluster, NodeProcess
+from adapters.sim.tcpproxy import TcpProxy
+from adapters.zookeeper.session import ZkSession, force_expire, parse_connect_string
+from adapters.zookeeper.ensemble import EnsembleMember, ZooKeeperEnsemble
+from adapters.zookeeper.server import EmbeddedZooKeeper
+from adapters.sim.chaos.config import ChaosConfig
 
 log = logging.getLogger("kctl.chaos")
 

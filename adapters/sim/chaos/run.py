@@ -31,15 +31,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .. import admin
-from ..cluster import controller, live_brokers, wait_for
-from ..zk import ZkError, ZkSession
-from . import checks as K
-from . import report as R
-from .config import ChaosConfig, stream
-from .faults import Claims, Faults
-from .fleet import Fleet
-from .workload import Workload
+from adapters.admin import tools as admin
+from adapters.sim.cluster import controller, live_brokers, wait_for
+from adapters.zookeeper.session import ZkError, ZkSession
+from adapters.sim.chaos import checks as K
+from adapters.sim.chaos import report as R
+from adapters.sim.chaos.config import ChaosConfig, stream
+from adapters.sim.chaos.faults import Claims, Faults
+from adapters.sim.chaos.fleet import Fleet
+from adapters.sim.chaos.workload import Workload
 
 log = logging.getLogger("kctl.chaos")
 

@@ -10,10 +10,12 @@ import time
 
 import pytest
 
-from adapters import admin, cli_admin, zkdata, zkpaths
-from adapters.channel import ControlServer
+from adapters.admin import tools as admin
+from adapters.cli import admin as cli_admin
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.control.transport import ControlServer
 from adapters.cli import main
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition
 
@@ -634,7 +636,7 @@ def test_every_command_has_help(command, capsys):
 
 
 def test_zookeeper_defaults_to_the_environment(monkeypatch):
-    from adapters.cli import build_parser
+    from adapters.cli.kctl import build_parser
 
     monkeypatch.setenv("KCTL_ZOOKEEPER", "zk.example:2181/x")
     assert build_parser().parse_args(["cluster"]).zookeeper == "zk.example:2181/x"

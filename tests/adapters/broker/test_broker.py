@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from adapters import requests as Q
-from adapters import zkdata, zkpaths
-from adapters.broker import Broker
-from adapters.channel import ControlClient, ControlServer
-from adapters.zk import ZkSession
+from adapters.control import requests as Q
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.broker.broker import Broker
+from adapters.control.transport import ControlClient, ControlServer
+from adapters.zookeeper.session import ZkSession
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, TopicPartition
 
@@ -361,8 +361,8 @@ async def _async(value):
 
 
 async def test_a_service_can_plug_in_its_own_replica_manager(zk):
-    from adapters.replica_manager import ReplicaManagerBase
-    from adapters.wire import Frame
+    from adapters.broker.replica_manager import ReplicaManagerBase
+    from adapters.control.framing import Frame
 
     class Recording(ReplicaManagerBase):
         def __init__(self):

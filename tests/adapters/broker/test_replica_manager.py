@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.replica_manager import (
+from adapters.broker.replica_manager import (
     ROLE_FOLLOWER,
     ROLE_LEADER,
     ROLE_STOPPED,
@@ -200,7 +200,7 @@ def test_replica_in_controlled_shutdown_does_not_rejoin_while_its_broker_lives(r
     # UpdateMetadata names it as shutting down, so the leader no longer counts it as fetching
     rm.update_live_brokers(frozenset({1, 2, 3}))
     rm.become_leader(view(epoch=0, isr=(1, 2, 3)))
-    rm.update_live_brokers(frozenset({1, 2}))  # (live - shutting down), as adapters/broker.py passes it
+    rm.update_live_brokers(frozenset({1, 2}))  # (live - shutting down), as adapters/broker/broker.py passes it
     rm.become_leader(view(epoch=1, isr=(1, 2), zk_version=1))
     clock.advance(10 * LAG)
     assert rm.isr_proposals() == [] and rm.next_isr_deadline() is None

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters import zkdata, zkpaths
+from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 
 KCTL = str(Path(sys.executable).with_name("kctl"))
 UNREACHABLE = "127.0.0.1:1"  # nothing listens there: a case that gets that far would be a bug

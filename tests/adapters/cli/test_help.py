@@ -6,7 +6,7 @@ import argparse
 import subprocess
 import sys
 
-from adapters.cli import build_parser
+from adapters.cli.kctl import build_parser
 
 
 def _parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("kctl",)):

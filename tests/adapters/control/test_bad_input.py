@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters import requests as Q
-from adapters import wire, zkdata, zkpaths
-from adapters.channel import ControlClient
-from adapters.cluster import partition_states, wait_for
+from adapters.control import requests as Q
+from adapters.control import framing as wire
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.control.transport import ControlClient
+from adapters.sim.cluster import partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 from controller_core.values import PartitionView, ReplicaAssignment, TopicPartition
 
 FAST = {"zookeeper.session.timeout.ms": "4000", "auto.leader.rebalance.enable": "false",

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters import wire
-from adapters.wire import (
+from adapters.control import framing as wire
+from adapters.control.framing import (
     FLAG_COMPRESSED,
     FLAG_MAC,
     MAGIC,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from adapters.channel import (
+from adapters.control.transport import (
     BrokerSendQueue,
     ControlClient,
     ControlConnectionError,
@@ -19,7 +19,7 @@ from adapters.channel import (
     ControlTimeout,
     encode_body_async,
 )
-from adapters.wire import MAGIC, Frame, encode_frame
+from adapters.control.framing import MAGIC, Frame, encode_frame
 
 SECRET = b"cluster-secret"
 HOST = "127.0.0.1"
@@ -88,7 +88,7 @@ async def raw_exchange(port: int, data: bytes, timeout: float = 2.0, half_close:
 
 
 def channel_warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "adapters.channel" and r.levelno >= logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.name == "adapters.control.transport" and r.levelno >= logging.WARNING]
 
 
 # --- server and client ---------------------------------------------------------------------------

@@ -20,10 +20,10 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import partition_states, wait_for
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 FAST = {"zookeeper.session.timeout.ms": "4000", "auto.leader.rebalance.enable": "false",

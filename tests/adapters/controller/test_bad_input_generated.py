@@ -18,10 +18,10 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import wait_for
-from adapters.watches import _decode_reassignment_request, broker_id_of
-from adapters.zk import NodeExists
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import wait_for
+from adapters.controller.watches import _decode_reassignment_request, broker_id_of
+from adapters.zookeeper.session import NodeExists
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 from .test_bad_input import LiveCluster, _now, create_topic, full_isr, live, shared_cluster  # noqa: F401

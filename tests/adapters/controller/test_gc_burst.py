@@ -14,10 +14,12 @@ import weakref
 
 import pytest
 
-from adapters import gcpause, statelog, zkdata, zkpaths
-from adapters.loop import GC_BURST_PARTITIONS, ControllerLoop
-from adapters.watches import ControllerWatches
-from adapters.zk import ZkSession
+from adapters.runtime import gcpause
+from adapters.observability import statelog
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.controller.loop import GC_BURST_PARTITIONS, ControllerLoop
+from adapters.controller.watches import ControllerWatches
+from adapters.zookeeper.session import ZkSession
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state

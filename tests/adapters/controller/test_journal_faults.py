@@ -11,13 +11,13 @@ import errno
 import logging
 import os
 
-from adapters import zkdata, zkpaths
+from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.cluster import controller, live_brokers, partition_states, wait_for
-from adapters.journal import Journal, JournalWriteError, probe_writable
-from adapters.loop import ControllerLoop
+from adapters.sim.cluster import controller, live_brokers, partition_states, wait_for
+from adapters.controller.journal import Journal, JournalWriteError, probe_writable
+from adapters.controller.loop import ControllerLoop
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import ZkSession
+from adapters.zookeeper.session import ZkSession
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.state import ControllerConfig

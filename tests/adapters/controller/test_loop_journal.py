@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.journal import Journal
-from adapters.loop import ControllerLoop
+from adapters.controller.journal import Journal
+from adapters.controller.loop import ControllerLoop
 from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.values import BrokerInfo, ReplicaAssignment

@@ -1,13 +1,14 @@
-"""adapters/zkpattern.py against a real ZooKeeper: Kafka 2.4's pattern (the failover benchmark's
+"""adapters/controller/zkpattern.py against a real ZooKeeper: Kafka 2.4's pattern (the failover benchmark's
 peer) writes one epoch-checked two-op multi per partition with at most 10 in flight, reads one
 getData per state with at most 10 in flight, and keeps the product's fencing and conflicts."""
 from __future__ import annotations
 
 import pytest
 
-from adapters import zkdata, zkwire
-from adapters.zk import CONTROLLER_EPOCH_PATH, Fenced, ZkSession
-from adapters.zkpattern import KAFKA_MAX_IN_FLIGHT, PATTERNS, pattern
+from adapters.znodes import codec as zkdata
+from adapters.zookeeper import wire as zkwire
+from adapters.zookeeper.session import CONTROLLER_EPOCH_PATH, Fenced, ZkSession
+from adapters.controller.zkpattern import KAFKA_MAX_IN_FLIGHT, PATTERNS, pattern
 from controller_core.values import LeaderIsr
 
 N = 60

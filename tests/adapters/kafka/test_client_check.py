@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import requests as Q
-from adapters.broker import Broker
-from adapters.channel import ControlClient, ControlServer
-from adapters.chaos.checks import check_kafka_client
+from adapters.control import requests as Q
+from adapters.broker.broker import Broker
+from adapters.control.transport import ControlClient, ControlServer
+from adapters.sim.chaos.checks import check_kafka_client
 from adapters.kafka.apis import BrokerServices, KafkaApis
 from adapters.kafka.listener import serve
 from controller_core import commands as C
 from controller_core.values import LeaderIsr, PartitionView
 
-from .test_chaos_checks import T0, T1, view
+from tests.adapters.sim.test_chaos_checks import T0, T1, view
 
 pytest.importorskip("confluent_kafka")
 

@@ -10,9 +10,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from adapters import zkdata, zkpaths
-from adapters.cluster import partition_states, wait_for
-from adapters.metrics import (
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import partition_states, wait_for
+from adapters.observability.metrics import (
     CONTROLLER_STATES,
     METRICS,
     MetricNameError,
@@ -22,7 +22,7 @@ from adapters.metrics import (
     quantile,
 )
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import force_expire
+from adapters.zookeeper.session import force_expire
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
@@ -93,7 +93,7 @@ def test_quantiles_are_nearest_rank_and_nan_when_empty():
 def test_a_taken_metrics_port_is_an_os_error_naming_the_endpoint():
     import socket
 
-    from adapters.metrics import MetricsError, NodeMetrics
+    from adapters.observability.metrics import MetricsError, NodeMetrics
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -132,7 +132,7 @@ def test_offline_and_imbalance_follow_kafkas_definitions():
 
 
 def test_a_broker_change_is_timed_until_its_writes_land_and_is_the_state_while_they_are_in_flight():
-    from adapters.metrics import ControllerStats
+    from adapters.observability.metrics import ControllerStats
     from benchmarks.core_step import AT, cluster
     from controller_core import commands as Cmd
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from adapters.metrics import cluster_counts
+from adapters.observability.metrics import cluster_counts
 from controller_core.values import LeaderIsr, ReplicaAssignment
 from tests.core.builders import elected, tp
 

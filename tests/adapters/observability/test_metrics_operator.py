@@ -2,10 +2,10 @@
 RequestRateAndQueueTimeMs and the LogDirChange / UncleanLeaderElectionEnable timers."""
 from __future__ import annotations
 
-from adapters import dynconfig
-from adapters.cluster import wait_for
+from adapters.znodes import dynconfig
+from adapters.sim.cluster import wait_for
 from adapters.node import ClusterNode
-from tests.adapters.test_metrics import node_config, scrape, value
+from tests.adapters.observability.test_metrics import node_config, scrape, value
 from tests.adapters.test_node import active, create_topic
 
 

@@ -10,11 +10,12 @@ import re
 
 import pytest
 
-from adapters import logformat, statelog, zkdata, zkpaths
-from adapters.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
-from adapters.decisionlog import Decision
+from adapters.observability import logformat, statelog
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.observability.decisionlog import Decision
 from adapters.node import ClusterNode, NodeConfig
-from adapters.zk import force_expire
+from adapters.zookeeper.session import force_expire
 from controller_core import commands as C
 from controller_core.values import ReplicaAssignment, TopicPartition
 
@@ -185,7 +186,7 @@ async def test_json_nodes_write_nothing_but_json_lines(zk_connect, tmp_path, adm
 
 
 def test_a_resignation_is_not_described_as_brokers_failing_or_topics_deleted():
-    from adapters.decisionlog import describe
+    from adapters.observability.decisionlog import describe
     from controller_core import events as E
     from controller_core.step import step
     from tests.core.builders import AT, elected

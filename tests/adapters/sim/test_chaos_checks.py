@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import requests as Q
-from adapters.broker import Broker
-from adapters.channel import ControlClient, ControlServer
-from adapters.chaos.checks import (
+from adapters.control import requests as Q
+from adapters.broker.broker import Broker
+from adapters.control.transport import ControlClient, ControlServer
+from adapters.sim.chaos.checks import (
     ClusterView,
     check_deletions,
     check_leaders,
@@ -15,7 +15,7 @@ from adapters.chaos.checks import (
     check_processes,
     check_reassignments,
 )
-from adapters.chaos.report import log_stats
+from adapters.sim.chaos.report import log_stats
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from adapters.tcpproxy import TcpProxy
-from adapters.zk import ZkSession
+from adapters.sim.tcpproxy import TcpProxy
+from adapters.zookeeper.session import ZkSession
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters import zkdata, zkpaths
-from adapters.zkdata import ZnodeFormatError
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.znodes.codec import ZnodeFormatError
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
 TP = TopicPartition

@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from adapters.tcpproxy import TcpProxy
-from adapters.zk import ZkSession
-from adapters.zookeeper_server import EmbeddedZooKeeper, four_letter_word
+from adapters.sim.tcpproxy import TcpProxy
+from adapters.zookeeper.session import ZkSession
+from adapters.zookeeper.server import EmbeddedZooKeeper, four_letter_word
 
 
 async def _until(predicate, timeout: float, what: str):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.zk import ZkSession
-from adapters.zookeeper_server import (
+from adapters.zookeeper.session import ZkSession
+from adapters.zookeeper.server import (
     EmbeddedZooKeeper,
     EmbeddedZooKeeperError,
     four_letter_word,
@@ -85,7 +85,7 @@ def test_start_failure_reports_the_log_tail(tmp_path):
 
 
 def test_serve_forever_prints_the_connect_string_and_stops_on_sigterm(tmp_path):
-    code = ("import sys; from adapters.zookeeper_server import serve_forever; "
+    code = ("import sys; from adapters.zookeeper.server import serve_forever; "
             f"sys.exit(serve_forever(0, {str(tmp_path / 'zk')!r}))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

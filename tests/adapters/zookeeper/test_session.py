@@ -1,4 +1,4 @@
-"""adapters/zk.py against a real ZooKeeper: first aiozk 0.32.0's own behaviour (what the adapter
+"""adapters/zookeeper/session.py against a real ZooKeeper: first aiozk 0.32.0's own behaviour (what the adapter
 is built around), then ZkSession's semantics."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 import aiozk
 import pytest
 
-from adapters import zk as Z
-from adapters.zk import (
+from adapters.zookeeper import session as Z
+from adapters.zookeeper.session import (
     BadVersion,
     Check,
     ConnectionLost,
@@ -34,7 +34,7 @@ from adapters.zk import (
     force_expire,
     parse_connect_string,
 )
-from adapters.zookeeper_server import EmbeddedZooKeeper
+from adapters.zookeeper.server import EmbeddedZooKeeper
 
 
 @pytest.fixture

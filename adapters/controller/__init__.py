@@ -1,0 +1,1 @@
+"""The controller's shell: the event loop and its journal, the executor of the core's commands, the epoch-fenced ZooKeeper writer, the per-broker senders and the watches that turn ZooKeeper callbacks into events."""
