@@ -62,7 +62,7 @@ compiler's tables read-only afterwards, so the codec needs no lock when threads 
 The codec does not touch the garbage collector: the core takes no locks and changes no process
 state. Collections triggered by the allocations of a big snapshot walk the whole heap and can
 triple the codec's cost, so the callers that encode or decode big values pause the collector
-around the call (adapters/gcpause.py: the controller loop's bursts, the replay's fold).
+around the call (adapters/runtime/gcpause.py: the controller loop's bursts, the replay's fold).
 
 Modules
 -------

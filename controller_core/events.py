@@ -109,7 +109,7 @@ class TopicConfigsChanged:
 class BrokerDefaultConfigChanged:
     """The cluster-wide broker default `/config/brokers/<default>` now sets
     `unclean.leader.election.enable` to this value (None: not set there). Emitted by every node's
-    dynamic-config follower (adapters/config_watch.py), controller or not, when the value
+    dynamic-config follower (adapters/broker/config_watch.py), controller or not, when the value
     changes, and at start when it is set: like Kafka's dynamic broker config, it is the node's
     setting, kept across terms."""
 
@@ -122,7 +122,7 @@ class LogDirEventNotified:
     """Brokers reported a failed log dir (`/log_dir_event_notification/log_dir_event_<seq>`,
     each `{"version":1,"broker":B,"event":1}`); `brokers` lists the broker of every notification
     read, which the adapter then deleted. Emitted by the controller's log-dir event watch
-    (adapters/log_dir_events.py)."""
+    (adapters/controller/log_dir_events.py)."""
 
     at: int
     brokers: tuple[int, ...] = attrs.field(converter=_tuple)
