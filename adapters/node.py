@@ -41,7 +41,7 @@ from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control.transport import ControlClient, ControlServer
 from adapters.observability.decisionlog import DecisionLog
 from adapters.controller.executor import Executor, Replies, Timers
-from adapters.controller.journal import Journal
+from adapters.journal.writer import Journal
 from adapters.controller.loop import ControllerLoop
 from adapters.observability.metrics import NodeMetrics
 from adapters.controller.senders import Senders
@@ -58,6 +58,15 @@ from adapters.zookeeper.session import (
 )
 from adapters.controller.zkpattern import pattern
 from adapters.controller.zkwriter import ZkWriter
+from adapters.broker.broker import Broker
+from adapters.broker.config_watch import DynamicConfigs
+from adapters.broker.log_dirs import LogDirReplicaManager, LogDirs
+from adapters.broker.replica_manager import SimulatedReplicaManager
+from adapters.controller.log_dir_events import LogDirEventWatch
+from adapters.controller.log_dir_events import notify
+from adapters.kafka.apis import BrokerServices, KafkaApis
+from adapters.kafka.listener import serve
+from adapters.znodes import dynconfig as D
 
 log = logging.getLogger("kctl.node")
 
@@ -133,7 +142,8 @@ class ClusterNode:
         self.registered = asyncio.Event()
         self.broker_epoch = -1
         self.port = config.port
-        self._tasks: set[asyncio.Task] = set()
+        self._group: asyncio.TaskGroup | None = None  # every task of the node runs in it
+        self._supervisor: asyncio.Task | None = None
         self._crash_event = asyncio.Event()
         self.crashed: BaseException | None = None
         self.metrics: NodeMetrics | None = None  # with --metrics-port (adapters/observability/metrics.py)
@@ -142,6 +152,9 @@ class ClusterNode:
     # -- startup --------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        ready = asyncio.get_running_loop().create_future()
+        self._supervisor = asyncio.create_task(self._supervise(ready), name=f"node-{self.broker_id}")
+        await ready
         cfg = self.config
         if cfg.metrics_port is not None:  # first: a taken port fails before anything is registered
             self.metrics = NodeMetrics(self)
@@ -196,7 +209,6 @@ class ClusterNode:
         if hasattr(self.broker, "run"):
             self._spawn(self.broker.run(), "broker")
         await self._follow_dynamic_configs()
-        from adapters.controller.log_dir_events import LogDirEventWatch
 
         self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active, self._epoch_zk_version)
         await self.log_dir_events.start()
@@ -210,7 +222,6 @@ class ClusterNode:
     def _open_log_dirs(self) -> None:
         """`log.dirs` (`--log-dirs`): replicas become directories, and a failed dir is reported
         (adapters/broker/log_dirs.py). Without it the broker keeps no files."""
-        from adapters.broker.log_dirs import LogDirReplicaManager, LogDirs
 
         self.log_dirs = None
         dirs = [d.strip() for d in str(self.config.settings.get("log.dirs", "")).split(",") if d.strip()]
@@ -221,8 +232,6 @@ class ClusterNode:
         self.broker.replica_manager = LogDirReplicaManager(self.broker.replica_manager, self.log_dirs)
 
     def _log_dir_failed(self, directory: str, replicas) -> None:
-        from adapters.controller.log_dir_events import notify
-
         self.broker.replica_manager.stop_failed(replicas)
 
         async def report() -> None:
@@ -245,8 +254,6 @@ class ClusterNode:
     async def _follow_dynamic_configs(self) -> None:
         """Kafka's config manager: throttles for the simulated replica manager, the cluster
         default `unclean.leader.election.enable` for the controller (adapters/broker/config_watch.py)."""
-        from adapters.broker.config_watch import DynamicConfigs
-        from adapters.broker.replica_manager import SimulatedReplicaManager
 
         self._unclean_default: bool | None = None
         self.dynamic_configs = DynamicConfigs(self.zk, self._on_config_change)
@@ -258,8 +265,6 @@ class ClusterNode:
         await self.dynamic_configs.start()
 
     def _on_config_change(self, entity_type: str, name: str) -> None:
-        from adapters.znodes import dynconfig as D
-
         rm = getattr(self.broker, "replica_manager", None)
         if hasattr(rm, "throttles_changed"):
             rm.throttles_changed()
@@ -279,8 +284,6 @@ class ClusterNode:
             self._put(E.BrokerDefaultConfigChanged(at=now_ms(), unclean_leader_election_enable=unclean))
 
     def _make_broker(self):
-        from adapters.broker.broker import Broker
-
         return Broker(self.broker_id, self.zk, replica_manager=self.replica_manager,
                       replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms", 10000),
                       catch_up_delay_ms=self.config.get("replica.catch.up.delay.ms", 300),
@@ -288,34 +291,54 @@ class ClusterNode:
 
     def _make_kafka_apis(self):
         """Kafka's wire protocol for stock clients on the same port (`adapters.kafka`)."""
-        from adapters.kafka.apis import BrokerServices, KafkaApis
 
         return KafkaApis(BrokerServices(
             broker_id=self.broker_id, broker=self.broker, zk=lambda: self.zk, is_controller=lambda: self.active,
             controller_request=self._handle_controller_request, static_config=dict(self.config.settings)))
 
     async def _serve_kafka_client(self, reader, writer, first: bytes, peer: str) -> None:
-        from adapters.kafka.listener import serve
-
         await serve(self.kafka, reader, writer, first, peer)
 
-    def _spawn(self, coro, name: str) -> asyncio.Task:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None and not self._stopping:
-            # structured concurrency: a crashed component takes the node down, loudly
-            log.critical("%s crashed: %r", task.get_name(), task.exception(), exc_info=task.exception())
-            self.crashed = task.exception()
+    async def _supervise(self, ready: asyncio.Future) -> None:
+        """The node's one task group: the controller loop, the broker, elections, resignations,
+        journal recovery and every other task the node starts run in it (`_spawn`). A task that
+        fails cancels its siblings and takes the node down loudly (`crashed`, then `close()`),
+        instead of being logged and forgotten; `close()` ends the group by cancelling this task."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                ready.set_result(None)
+                await asyncio.Event().wait()  # the group lives until close() cancels it
+        except asyncio.CancelledError:
+            pass  # close(): the group has cancelled and awaited every task
+        except BaseExceptionGroup as failed:
+            if self._stopping:
+                return
+            if self.crashed is None:
+                self.crashed = failed.exceptions[0]
             self._crash_event.set()
             # a node whose loop died must not keep its session (and maybe /controller): the
             # embedding service may not be waiting on run_until_stopped, so stop it here too
-            if not self._stopping:
-                asyncio.get_running_loop().create_task(self.close())
+            asyncio.get_running_loop().create_task(self.close())
+        finally:
+            self._group = None
+
+    def _spawn(self, coro, name: str) -> asyncio.Task | None:
+        """Run `coro` in the node's task group (None once the node is stopping)."""
+        if self._group is None:
+            coro.close()
+            return None
+
+        async def named():
+            try:
+                return await coro
+            except Exception as exc:
+                if not self._stopping and self.crashed is None:
+                    log.critical("%s crashed: %r", name, exc, exc_info=exc)
+                    self.crashed = exc
+                raise
+
+        return self._group.create_task(named(), name=name)
 
     async def run_until_stopped(self, stop: asyncio.Event) -> None:
         """Start, then run until `stop` is set or a component crashes (then raise)."""
@@ -630,9 +653,10 @@ class ClusterNode:
         if self.active:
             self.active = False
             self.watches.stop()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        supervisor = self._supervisor
+        if supervisor is not None and supervisor is not asyncio.current_task():
+            supervisor.cancel()
+            await asyncio.gather(supervisor, return_exceptions=True)
         if getattr(self, "dynamic_configs", None) is not None:
             self.dynamic_configs.stop()
         if getattr(self, "log_dir_events", None) is not None:

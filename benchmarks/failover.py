@@ -54,11 +54,19 @@ import time
 from pathlib import Path
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
+from benchmarks import floors
+from benchmarks.meters import CPU_GROUPS, CpuMeter, PeakRss
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession, force_expire
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.values import ReplicaAssignment
+from adapters.sim.cluster import LocalCluster
+from adapters.zookeeper.server import EmbeddedZooKeeper
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+import logging
 
 SCENARIOS = ("broker-failure", "controlled-shutdown", "controller-failover")
 CLUSTER_MODES = ("batched", "sequential", "kafka-2.4")  # the controller, with adapters/controller/zkpattern.py's patterns
@@ -71,87 +79,6 @@ VICTIM = 1
 PER_TOPIC = 100
 NODE_SETTINGS = {"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false",
                  "replica.catch.up.delay.ms": "200", "replica.lag.time.max.ms": "30000", "journal.fsync": "batch"}
-
-
-CPU_GROUPS = ("controller_process", "zookeeper", "brokers")
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU a process has used so far, from procfs (None without procfs, or
-    once the process is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-class CpuMeter:
-    """The CPU every process of the cluster used between `start()` and `stop()`, by group:
-
-    - `controller_process`: this process (the controller, broker 5, in broker-failure the
-      crashed victim, and the harness, which only waits);
-    - `zookeeper`: the embedded server's JVM (None with `--zookeeper`: not ours to measure);
-    - `brokers`: the `kctl node` processes (one that exits before the end is not counted).
-
-    `cores_busy` is the share of the machine's cores those processes kept busy: near 1, the
-    run was CPU-bound, and only less work (not more overlap) makes it shorter. `groups()` names
-    the pids of each group at `start()`."""
-
-    def __init__(self, groups):
-        self.groups = groups
-        self._pids: dict[str, list[int] | None] = {}
-        self._before: dict[int, float | None] = {}
-        self._t0 = 0.0
-
-    def start(self) -> None:
-        self._pids = self.groups()
-        self._before = {pid: cpu_seconds(pid) for pids in self._pids.values() if pids for pid in pids}
-        self._t0 = time.perf_counter()
-
-    def stop(self) -> dict:
-        """`{"<group>_ms": ..., "total_ms": ..., "cores_busy": ...}`."""
-        wall_ms = (time.perf_counter() - self._t0) * 1000
-        out: dict = {}
-        total = 0.0
-        for group, pids in self._pids.items():
-            if pids is None:
-                out[f"{group}_ms"] = None
-                continue
-            used = 0.0
-            for pid in pids:
-                before, after = self._before.get(pid), cpu_seconds(pid)
-                if before is not None and after is not None:
-                    used += after - before
-            out[f"{group}_ms"] = round(used * 1000, 1)  # procfs counts in ticks (10 ms)
-            total += out[f"{group}_ms"]
-        out["total_ms"] = round(total, 1)
-        out["cores_busy"] = round(total / ((os.cpu_count() or 1) * wall_ms), 3) if wall_ms > 0 else 0.0
-        return out
-
-
-class PeakRss:
-    """This process's peak resident set from its creation to `peak_mb()`: the kernel's
-    high-water mark (VmHWM) is reset on creation where it allows (Linux >= 4.0,
-    /proc/self/clear_refs), else it covers the process's life so far (`reset` False)."""
-
-    def __init__(self):
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-            self.reset = True
-        except OSError:
-            self.reset = False
-
-    @staticmethod
-    def peak_mb() -> float | None:
-        try:
-            for line in Path("/proc/self/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-        except (OSError, ValueError, IndexError):
-            pass
-        return None
 
 
 class Probe:
@@ -229,8 +156,6 @@ class Probe:
 
 class BenchCluster:
     def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str):
-        from adapters.sim.cluster import LocalCluster
-
         self.scenario = scenario
         self.processes = LocalCluster(connect, base / "processes", settings=NODE_SETTINGS)
         self.connect = connect
@@ -520,10 +445,8 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
 
 
 async def run(args, console) -> dict:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adapters.zookeeper.server import EmbeddedZooKeeper
-    from benchmarks import floors
+
 
     base = Path(tempfile.mkdtemp(prefix="kctl-bench-"))
     server = None
@@ -678,8 +601,6 @@ def ratios(results: dict) -> dict:
 
 
 def table(results: dict, console) -> None:
-    from rich.table import Table
-
     cpu_cols = ("cpu ctrl", "cpu zk", "cpu brokers", "cores busy", "peak RSS MB")
 
     def ms(value) -> str:
@@ -829,9 +750,7 @@ def scaling_chart(results: dict, path: Path) -> None:
 
 
 def main(args) -> int:
-    import logging
 
-    from rich.console import Console
 
     # the nodes' own logs go to a file: the terminal shows progress and results
     out = Path(args.out)

@@ -35,9 +35,13 @@ from adapters.znodes import codec as zkdata
 from adapters.zookeeper.session import DEFAULT_CHUNK_OPS, MAX_CHUNK_BYTES, MULTI_READ_OPS, ZkSession, _chunks, parse_connect_string
 from adapters.zookeeper.connection import READ_WINDOW
 from adapters.zookeeper.values import CONTROLLER_EPOCH_PATH
+from benchmarks.meters import PeakRss
 from adapters.zookeeper.wire import (_CHECK, _GET_DATA, _INT, _MULTI, _MULTI_HEADER, _MULTI_READ, _SET_DATA, _buffer,
                              _OpError, _Request, _ustr)
 from controller_core.values import LeaderIsr
+from adapters.zookeeper.server import EmbeddedZooKeeperError, zookeeper_classpath
+import aiozk
+import re
 
 PER_PARENT = 100
 READ_REQUESTS_IN_FLIGHT = max(1, READ_WINDOW // MULTI_READ_OPS)
@@ -127,8 +131,6 @@ def _check(results: list, what: str) -> None:
 
 
 async def zk_floor(connect: str, partitions: int, reads: bool, runs: int, meter, phases) -> list[dict]:
-    from benchmarks.failover import PeakRss
-
     async with FloorTree(connect, partitions) as tree:
         zk = tree.zk
         session = zk._session
@@ -158,9 +160,7 @@ async def zk_floor(connect: str, partitions: int, reads: bool, runs: int, meter,
 
 
 async def aiozk_reference(connect: str, partitions: int, reads: bool, runs: int, meter, phases) -> list[dict]:
-    import aiozk
 
-    from benchmarks.failover import PeakRss
 
     async with FloorTree(connect, partitions) as tree:
         client = aiozk.ZKClient(tree.hosts, chroot=tree.root)
@@ -219,8 +219,6 @@ class JavaFloor:
     runs it per scenario."""
 
     def __init__(self, workdir: Path):
-        from adapters.zookeeper.server import EmbeddedZooKeeperError, zookeeper_classpath
-
         self.workdir = workdir
         try:
             self.classpath = zookeeper_classpath()
@@ -288,8 +286,6 @@ class JavaFloor:
 
 
 def _java_major(version_text: str) -> int | None:
-    import re
-
     match = re.search(r'version "(\d+)(?:\.(\d+))?', version_text or "")
     if not match:
         return None

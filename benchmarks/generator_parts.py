@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from controller_core import codec
+from replay import digest as fast
+from replay import world
+from replay.generate import generate
 
 
 def main(argv=None) -> int:
@@ -22,10 +26,6 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     args = p.parse_args(argv)
 
-    from controller_core import codec
-    from replay import digest as fast
-    from replay import world
-    from replay.generate import generate
 
     acc = {"step": 0.0, "digest (codec)": 0.0, "digest (replay.digest)": 0.0, "journal append": 0.0}
     real_step, real_append = world.step, world.Journal.append

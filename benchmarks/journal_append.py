@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from adapters.controller.journal import Journal
+from adapters.journal.writer import Journal
+from adapters.journal.writer import encode_record
 
 SMALL = {"kind": "IsrChanged", "partitions": [{"topic": "orders", "partition": p, "isr": [1, 2, 3]} for p in range(18)]}
 BIG = {"kind": "PartitionStates", "states": [
@@ -141,7 +142,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="duration of each case")
     args = parser.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="journal-bench-", dir=args.dir))
-    from adapters.controller.journal import encode_record
 
     small_len = len(encode_record(1, 1, 1, 0, "event", 1, SMALL))
     big_len = len(encode_record(1, 1, 1, 0, "event", 1, BIG))

@@ -32,6 +32,8 @@ import uuid
 from adapters.zookeeper import session as zk_module
 from adapters.zookeeper.session import ZkSession, parse_connect_string
 from adapters.zookeeper.server import EmbeddedZooKeeper
+from adapters.zookeeper.session import SetData
+import aiozk
 
 PER_TOPIC = 100
 
@@ -74,8 +76,6 @@ class Bench:
         return time.perf_counter() - start
 
     async def kafka_multi(self, in_flight: int = 10) -> float:
-        from adapters.zookeeper.session import SetData
-
         writes = self.next_writes()
         queue = iter(writes)
 
@@ -107,7 +107,6 @@ class Bench:
 
     async def raw_aiozk(self, connect_string: str, chunk: int | None) -> float:
         """The bare aiozk client: pipelined sets (chunk None) or `chunk`-op transactions."""
-        import aiozk
 
         hosts, chroot = parse_connect_string(connect_string)
         client = aiozk.ZKClient(hosts, chroot=chroot, session_timeout=10)

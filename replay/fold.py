@@ -44,7 +44,7 @@ from controller_core.step import step
 
 from . import digest as fast_digest
 from .collector import gc_paused
-from .journal_reader import InvalidRecord, verify_line
+from adapters.journal.format import InvalidRecord, verify_line
 from .plan import INF, finding
 
 ELECTION_KINDS = {"offline": "clean", "offline-unclean": "clean", "reassign": "reassign", "preferred": "preferred",

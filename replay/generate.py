@@ -8,7 +8,7 @@ churn and partition expansion, reassignments (some halted on an offline target),
 unclean elections, unclean-election config changes, partition leaders changing their ISR (which
 makes some controller writes conflict), and controller failovers between K controller-eligible
 nodes with increasing epochs (crash and restart, session expiry, zombie fenced on its next
-write). See `replay/world.py`. Each node writes `DIR/node-<id>/` with `adapters.controller.journal.Journal`,
+write). See `replay/world.py`. Each node writes `DIR/node-<id>/` with `adapters.journal.writer.Journal`,
 so the output is byte-compatible with a live cluster's journals and the same seed always gives
 the same bytes.
 """

@@ -10,7 +10,7 @@ Stages (what runs where):
 
 1. Read every `segment-<seq>.jsonl[.gz]` under `--journal` with Spark's text reader (whole
    files, so that each line keeps its number), split into lines, and check each line's checksum
-   with the SQL expression of `replay/journal_reader.py`, on the executors. Bad lines become
+   with the SQL expression of `adapters/journal/format.py`, on the executors. Bad lines become
    findings with file and line; nothing is parsed permissively into nulls and dropped.
 2. Summarise each segment (one row per file) and, on the driver, check gaps and overlaps between
    segments and plan the fold units (`replay.plan`).
@@ -215,7 +215,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                      F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
                             F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
                             .getField("event_seq")).alias("event_seq"),
-                     # the writer puts the cluster id first into a snapshot's body (adapters/controller/journal.py)
+                     # the writer puts the cluster id first into a snapshot's body (adapters/journal/writer.py)
                      F.when(F.col("crc_ok") & (F.col("line") == 1) & (F.col("h.type") == "snapshot"),
                             F.nullif(F.regexp_extract(F.substring("text", 1, 400), CLUSTER_ID_RE, 1), F.lit("")))
                      .alias("cluster_id"))
@@ -258,7 +258,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                  "path"))
     line_findings = bad.select(
         # a complete bad last line is an unfinished write only if it holds NULs (unwritten space);
-        # otherwise it is a damaged record, like the writer decides (replay/journal_reader.py)
+        # otherwise it is a damaged record, like the writer decides (adapters/journal/format.py)
         F.when(F.col("ok"), F.lit("seq-mismatch"))
          .when((F.col("name_seq") == F.col("last_name_seq")) & (F.col("line") == F.col("lines")) & F.col("has_nul"),
                F.lit("torn-tail"))

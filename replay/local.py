@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import audit, history
 from .fold import UnitFold
-from .journal_reader import InvalidRecord, find_journals, list_segments, verify_line
+from adapters.journal.format import InvalidRecord, find_journals, list_segments, verify_line
 from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, unit_of
 
 

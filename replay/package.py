@@ -2,7 +2,7 @@
 
     python -m replay.package --out dist/     # writes dist/kctl-replay.zip and dist/kctl-replay-deps.zip
 
-- `kctl-replay.zip` holds the `controller_core` and `replay` packages (source only). Give it to
+- `kctl-replay.zip` holds the `controller_core` and `replay` packages and the journal format (`adapters.journal`), source only. Give it to
   `spark-submit --py-files`, or let the job build and add it itself at start
   (`SparkContext.addPyFile`), which it does unless the code already comes from such a zip.
 - `kctl-replay-deps.zip` holds pure-Python copies of the core's two dependencies, attrs and
@@ -26,7 +26,9 @@ from pathlib import Path
 
 CODE_ZIP = "kctl-replay.zip"
 DEPS_ZIP = "kctl-replay-deps.zip"
-CODE_PACKAGES = ("controller_core", "replay")
+CODE_PACKAGES = ("controller_core", "replay", "adapters.journal")
+"""`adapters.journal` holds the journal's file format, which the executors read; it ships with its
+parent package's `__init__.py` only, not the rest of the shell."""
 DEP_PACKAGES = ("attr", "attrs", "immutables")
 _EXCLUDED_SUFFIXES = (".pyc", ".so", ".pyd", ".dylib")
 
@@ -36,16 +38,27 @@ def _package_dir(name: str) -> Path:
     return Path(module.__file__).resolve().parent
 
 
+def _add_file(zf: zipfile.ZipFile, arcname: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    zf.writestr(info, data)
+
+
 def _add_package(zf: zipfile.ZipFile, name: str) -> int:
     root = _package_dir(name)
+    prefix = name.replace(".", "/")
     count = 0
+    parent = root.parent
+    for depth in range(name.count(".")):  # a subpackage needs its parents' __init__.py
+        _add_file(zf, "/".join(name.split(".")[: name.count(".") - depth]) + "/__init__.py",
+                  (parent / "__init__.py").read_bytes())
+        parent = parent.parent
+        count += 1
     for path in sorted(root.rglob("*")):
         if path.is_dir() or "__pycache__" in path.parts or path.name.endswith(_EXCLUDED_SUFFIXES):
             continue
-        info = zipfile.ZipInfo(f"{name}/{path.relative_to(root).as_posix()}", date_time=(1980, 1, 1, 0, 0, 0))
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info.external_attr = 0o644 << 16
-        zf.writestr(info, path.read_bytes())
+        _add_file(zf, f"{prefix}/{path.relative_to(root).as_posix()}", path.read_bytes())
         count += 1
     return count
 

@@ -20,7 +20,7 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
 
     package.ensure_deps()
     from .fold import UnitFold
-    from .journal_reader import InvalidRecord, verify_line
+    from adapters.journal.format import InvalidRecord, verify_line
 
     for path, text in files:
         unit_id = unit_of_head.get(path)

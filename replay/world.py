@@ -10,7 +10,7 @@ expiry or a zombie that is fenced on its next write).
 Each controller-eligible node runs the same discipline as `adapters/controller/loop.py`: a batch of queued
 events is appended to the node's journal first, then each event is stepped, its commands
 executed, and an "effects" record with the commands' digest appended. The journal is the real
-`adapters.controller.journal.Journal`, so what comes out is byte-compatible with a live controller's.
+`adapters.journal.writer.Journal`, so what comes out is byte-compatible with a live controller's.
 
 Everything random comes from one `random.Random(seed)`, and nothing iterates a set of strings
 unsorted, so a seed always produces the same journals.
@@ -21,7 +21,7 @@ import heapq
 import random
 from pathlib import Path
 
-from adapters.controller.journal import Journal
+from adapters.journal.writer import Journal
 from adapters.znodes.codec import new_cluster_id
 from replay.digest import digest as fast_digest
 from controller_core import codec

@@ -42,6 +42,7 @@ from adapters.zookeeper.session import (
     TransactionFailed,
     ZkSession,
 )
+from adapters.control.transport import ControlChannelError, ControlClient
 
 __all__ = [
     "AdminError",
@@ -824,7 +825,6 @@ async def controller_request(zk: ZkSession, api: str, body: dict, *, secret: byt
                              timeout: float = 30.0) -> dict:
     """Send one request to the current controller (found through `/controller` and its broker
     registration), following it when it moves, until `timeout` seconds have passed."""
-    from adapters.control.transport import ControlChannelError, ControlClient
 
     deadline = time.monotonic() + timeout
     problem = "no controller is elected"

@@ -19,7 +19,7 @@ from controller_core.values import TopicPartition
 
 from adapters.znodes import dynconfig as D
 from adapters.znodes import codec as zkdata
-from adapters.controller.watches import Serial
+from adapters.zookeeper.watch import Serial
 from adapters.zookeeper.session import NoNode, ZkSession
 
 log = logging.getLogger("kctl.config")

@@ -18,39 +18,27 @@ them ZooKeeper refuses the first write (NoAuth), nothing is written, and the too
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
-from typing import Awaitable, Callable
 
 from controller_core.values import TopicPartition
 
 from adapters.admin import tools as admin
-from adapters.znodes import dynconfig, codec as zkdata
-from adapters.zookeeper.session import NoAuth, TransactionFailed, Unreachable, ZkError, ZkSession
-
-ZK_CONNECT_TIMEOUT_S = 15.0
-_usage_error: type[Exception] | None = None
+from adapters.cli.common import run_with_zookeeper, zk_auth_flag, zookeeper_flag
+from adapters.cli.errors import bad
+from adapters.znodes import codec as zkdata
 
 
-def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -> None:
-    """Add the four admin commands to `kctl`'s subparsers. `usage_error` is the exception
-    `adapters.cli.main` turns into `error: ...` and exit 2 (default: `adapters.cli.UsageError`;
-    pass it when `adapters.cli` may be running as `__main__`)."""
-    from adapters.cli.kctl import _zookeeper
 
-    global _usage_error
-    if usage_error is None:
-        from adapters.cli.kctl import UsageError as usage_error
-    _usage_error = usage_error
+def add_admin_commands(subparsers) -> None:
+    """Add the four admin commands to `kctl`'s subparsers."""
 
     # -- topics
     p = subparsers.add_parser(
         "topics", help="create, alter, delete, describe and list topics (like kafka-topics.sh --zookeeper)",
         description="Create, alter, delete, describe and list topics, as kafka-topics.sh --zookeeper does.")
-    _zookeeper(p)
-    _zk_auth(p)
+    zookeeper_flag(p)
+    zk_auth_flag(p)
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--create", action="store_true", help="create a new topic")
     actions.add_argument("--alter", action="store_true", help="add partitions to a topic, or change its configs")
@@ -88,8 +76,8 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         "reassign-partitions", help="move partition replicas (like kafka-reassign-partitions.sh --zookeeper)",
         description="Generate, execute and verify partition reassignments, as kafka-reassign-partitions.sh "
                     "--zookeeper does.")
-    _zookeeper(p)
-    _zk_auth(p)
+    zookeeper_flag(p)
+    zk_auth_flag(p)
     actions = p.add_mutually_exclusive_group(required=True)
     actions.add_argument("--generate", action="store_true", help="propose an assignment of the topics over --broker-list")
     actions.add_argument("--execute", action="store_true", help="start the reassignment in --reassignment-json-file")
@@ -109,8 +97,8 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         "leader-election", help="elect preferred or unclean leaders (like kafka-leader-election.sh)",
         description="Ask the controller to elect leaders, as kafka-leader-election.sh does. The request goes to "
                     "the controller's control channel (shared secret from $KCTL_CONTROL_SECRET if set).")
-    _zookeeper(p)
-    _zk_auth(p)
+    zookeeper_flag(p)
+    zk_auth_flag(p)
     p.add_argument("--election-type", required=True, type=str.upper, choices=("PREFERRED", "UNCLEAN"),
                    help="PREFERRED: move leadership to the first replica; UNCLEAN: elect a leader outside "
                         "the ISR where no ISR member is alive")
@@ -126,84 +114,13 @@ def add_admin_commands(subparsers, usage_error: type[Exception] | None = None) -
         "cluster", help="controller, live brokers and partition health counts",
         description="The controller and its epoch, the live brokers, and the partition, offline, under-replicated "
                     "and preferred-replica-imbalance counts.")
-    _zookeeper(p)
-    _zk_auth(p)
+    zookeeper_flag(p)
+    zk_auth_flag(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_cluster)
 
-    from adapters.cli.configs import add_configs_command
-
-    add_configs_command(subparsers, _zookeeper, _zk_auth, _run, _bad)
-
-
-def _zk_auth(parser) -> None:
-    parser.add_argument("--zk-auth", metavar="USER:PASSWORD", default=os.environ.get("KCTL_ZOOKEEPER_AUTH") or None,
-                        help="ZooKeeper digest credentials of the cluster (default: $KCTL_ZOOKEEPER_AUTH); the "
-                             "znodes written get Kafka's secure ACL (all for this user, read for everyone)")
-
 
 # -- running -----------------------------------------------------------------------------------
-
-
-def _one_line(message: str) -> str:
-    """Errors are one line, whatever the input held."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def _bad(message: str) -> Exception:
-    return (_usage_error or admin.AdminError)(_one_line(message))
-
-
-def _run(args, work: Callable[[ZkSession], Awaitable[int]]) -> int:
-    """Connect (with `--zk-auth`), run `work`, close; turn admin failures into exit codes."""
-    connect = args.zookeeper
-    try:
-        from adapters.zookeeper.session import parse_connect_string
-        parse_connect_string(connect)
-    except ValueError as exc:
-        raise _bad(str(exc)) from None
-    auth = getattr(args, "zk_auth", None)
-    if auth is not None:
-        user, sep, _ = auth.partition(":")
-        if not sep or not user:
-            raise _bad("--zk-auth must be USER:PASSWORD (ZooKeeper digest credentials)")
-
-    async def main() -> int:
-        try:
-            zk = await ZkSession.connect(connect, timeout=ZK_CONNECT_TIMEOUT_S,
-                                         auth=("digest", auth) if auth else None, acl_mode=auth is not None)
-        except Unreachable as exc:  # its text names the server and the reason
-            raise admin.ToolFailure(str(exc)) from None
-        except (ZkError, OSError) as exc:
-            raise admin.ToolFailure(f"cannot connect to ZooKeeper at {connect}: {exc}") from None
-        try:
-            return await work(zk)
-        finally:
-            await zk.close()
-
-    try:
-        return asyncio.run(main())
-    except admin.AdminError as exc:
-        raise _bad(str(exc)) from None
-    except (admin.ToolFailure, dynconfig.ConfigWriteConflict) as exc:
-        _fail(str(exc))
-        return 1
-    except (NoAuth, TransactionFailed) as exc:
-        refused = exc if isinstance(exc, NoAuth) else exc.first_failure[1]
-        if not isinstance(refused, NoAuth):
-            _fail(f"ZooKeeper: {exc}")
-            return 1
-        hint = ("these credentials may not write there" if auth else
-                "pass the cluster's credentials with --zk-auth USER:PASSWORD or $KCTL_ZOOKEEPER_AUTH")
-        raise _bad(f"ZooKeeper refused the write ({refused}): the cluster's znodes are protected by ACLs; "
-                   f"{hint}; nothing was written") from None
-    except ZkError as exc:
-        _fail(f"ZooKeeper: {exc}")
-        return 1
-
-
-def _fail(message: str) -> None:
-    print(f"error: {_one_line(message)}", file=sys.stderr)
 
 
 def _read_file(path: str, option: str) -> bytes:
@@ -211,9 +128,9 @@ def _read_file(path: str, option: str) -> bytes:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise _bad(f"cannot read {option} {path}: {exc.strerror}") from None
+        raise bad(f"cannot read {option} {path}: {exc.strerror}") from None
     if not data.strip():  # else the JSON reader, made for znodes, would say "the znode has no data"
-        raise _bad(f"{option} {path} is empty (expected a JSON document)")
+        raise bad(f"{option} {path} is empty (expected a JSON document)")
     return data
 
 
@@ -229,7 +146,7 @@ def _given(args, *names: str) -> list[str]:
 def _not_with(args, action: str, *names: str) -> None:
     extra = _given(args, *names)
     if extra:
-        raise _bad(f"option {extra[0]} can't be used with --{action}")
+        raise bad(f"option {extra[0]} can't be used with --{action}")
 
 
 # -- topics ------------------------------------------------------------------------------------
@@ -249,7 +166,7 @@ def cmd_topics(args) -> int:
 
 def _require_topic(args, action: str) -> str:
     if args.topic is None:
-        raise _bad(f"--{action} requires --topic")
+        raise bad(f"--{action} requires --topic")
     return args.topic
 
 
@@ -266,9 +183,9 @@ def _topics_create(args) -> int:
             _not_with(args, "replica-assignment", "partitions", "replication-factor")
             assignment = admin.parse_replica_assignment(args.replica_assignment)
         elif args.partitions is None or args.replication_factor is None:
-            raise _bad("--create requires --partitions and --replication-factor, or --replica-assignment")
+            raise bad("--create requires --partitions and --replication-factor, or --replica-assignment")
     except admin.AdminError as exc:
-        raise _bad(str(exc)) from None
+        raise bad(str(exc)) from None
 
     async def work(zk) -> int:
         created = await admin.create_topic(
@@ -282,7 +199,7 @@ def _topics_create(args) -> int:
             print(f"Created topic {topic}.")
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 def _topics_alter(args) -> int:
@@ -291,16 +208,16 @@ def _topics_alter(args) -> int:
               "unavailable-partitions", "topics-with-overrides", "under-min-isr-partitions", "at-min-isr-partitions",
               "exclude-internal")
     if args.partitions is None and not args.config and not args.delete_config:
-        raise _bad("--alter requires --partitions, --config or --delete-config")
+        raise bad("--alter requires --partitions, --config or --delete-config")
     if args.replica_assignment is not None and args.partitions is None:
-        raise _bad("--replica-assignment with --alter requires --partitions")
+        raise bad("--replica-assignment with --alter requires --partitions")
     try:
         configs = admin.parse_topic_configs(args.config)
         admin.validate_topic_configs(configs)
         assignment = (admin.parse_replica_assignment(args.replica_assignment)
                       if args.replica_assignment is not None else None)
     except admin.AdminError as exc:
-        raise _bad(str(exc)) from None
+        raise bad(str(exc)) from None
 
     async def work(zk) -> int:
         topics = [t for t, _ in await admin.list_topics(zk)]
@@ -323,7 +240,7 @@ def _topics_alter(args) -> int:
                 print("Adding partitions succeeded!")
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 def _topics_delete(args) -> int:
@@ -341,7 +258,7 @@ def _topics_delete(args) -> int:
                 print("Note: This will have no impact if delete.topic.enable is not set to true.")
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 _REPORTS = ("under-replicated-partitions", "unavailable-partitions", "under-min-isr-partitions",
@@ -365,7 +282,7 @@ def _topics_describe(args) -> int:
             print(line)
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 def _topics_list(args) -> int:
@@ -384,7 +301,7 @@ def _topics_list(args) -> int:
             print(f"{t} - marked for deletion" if marked else t)
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 # -- reassign-partitions -----------------------------------------------------------------------
@@ -396,16 +313,16 @@ def _reassignment_json(entries) -> str:
 
 def _reassignment_file(args, action: str):
     if not args.reassignment_json_file:
-        raise _bad(f"If --{action} option is used, command must include --reassignment-json-file that was output "
+        raise bad(f"If --{action} option is used, command must include --reassignment-json-file that was output "
                    "during the --generate option")
     data = _read_file(args.reassignment_json_file, "--reassignment-json-file")
     try:
         entries = zkdata.decode_reassignment_file(data)
     except zkdata.ZnodeFormatError as exc:
-        raise _bad(f"{args.reassignment_json_file}: {exc}") from None
+        raise bad(f"{args.reassignment_json_file}: {exc}") from None
     chosen = _chosen_log_dirs(data)
     if chosen:
-        raise _bad(f"{args.reassignment_json_file}: log_dirs must be \"any\": moving a replica to a chosen log "
+        raise bad(f"{args.reassignment_json_file}: log_dirs must be \"any\": moving a replica to a chosen log "
                    f"directory is not supported ({chosen[0]})")
     return entries
 
@@ -425,16 +342,16 @@ def cmd_reassign_partitions(args) -> int:
     if args.generate:
         _not_with(args, "generate", "reassignment-json-file", "throttle")
         if not args.topics_to_move_json_file or not args.broker_list:
-            raise _bad("If --generate option is used, command must include both --topics-to-move-json-file and "
+            raise bad("If --generate option is used, command must include both --topics-to-move-json-file and "
                        "--broker-list options")
         data = _read_file(args.topics_to_move_json_file, "--topics-to-move-json-file")
         try:
             topics = zkdata.decode_topics_to_move_file(data)
             brokers = admin.parse_broker_list(args.broker_list)
         except zkdata.ZnodeFormatError as exc:
-            raise _bad(f"{args.topics_to_move_json_file}: {exc}") from None
+            raise bad(f"{args.topics_to_move_json_file}: {exc}") from None
         except admin.AdminError as exc:
-            raise _bad(str(exc)) from None
+            raise bad(str(exc)) from None
 
         async def generate(zk) -> int:
             current, proposed = await admin.generate_reassignment(zk, topics, brokers,
@@ -443,14 +360,14 @@ def cmd_reassign_partitions(args) -> int:
             print(f"Proposed partition reassignment configuration\n{_reassignment_json(proposed)}")
             return 0
 
-        return _run(args, generate)
+        return run_with_zookeeper(args, generate)
 
     _not_with(args, "execute" if args.execute else "verify", "topics-to-move-json-file", "broker-list",
               "disable-rack-aware")
     if args.verify:
         _not_with(args, "verify", "throttle")
     if args.throttle is not None and args.throttle <= 0:
-        raise _bad(f"--throttle must be a positive number of bytes per second, got {args.throttle}")
+        raise bad(f"--throttle must be a positive number of bytes per second, got {args.throttle}")
     entries = _reassignment_file(args, "execute" if args.execute else "verify")
     if args.execute:
         async def execute(zk) -> int:
@@ -474,7 +391,7 @@ def cmd_reassign_partitions(args) -> int:
             print("Successfully started reassignment of partitions.")
             return 0
 
-        return _run(args, execute)
+        return run_with_zookeeper(args, execute)
 
     async def verify(zk) -> int:
         print("Status of partition reassignment: ")
@@ -491,7 +408,7 @@ def cmd_reassign_partitions(args) -> int:
                 print("Throttle was removed.")
         return 0
 
-    return _run(args, verify)
+    return run_with_zookeeper(args, verify)
 
 
 # -- leader-election ---------------------------------------------------------------------------
@@ -500,27 +417,27 @@ def cmd_reassign_partitions(args) -> int:
 def cmd_leader_election(args) -> int:
     chosen = _given(args, "topic", "all-topic-partitions", "path-to-json-file")
     if args.partition is not None and args.topic is None:
-        raise _bad("Option partition is only allowed if topic is used")
+        raise bad("Option partition is only allowed if topic is used")
     if len(chosen) != 1:
-        raise _bad("One and only one of the following options is required: all-topic-partitions, topic, "
+        raise bad("One and only one of the following options is required: all-topic-partitions, topic, "
                    "path-to-json-file")
     if args.topic is not None and args.partition is None:
-        raise _bad("Missing required option(s): partition")
+        raise bad("Missing required option(s): partition")
     if args.timeout_ms <= 0:
-        raise _bad("--timeout-ms must be positive")
+        raise bad("--timeout-ms must be positive")
     partitions: list[TopicPartition] | None
     if args.topic is not None:
         if args.partition < 0:
-            raise _bad(f"--partition must be a non-negative integer, got {args.partition}")
+            raise bad(f"--partition must be a non-negative integer, got {args.partition}")
         partitions = [TopicPartition(args.topic, args.partition)]
     elif args.path_to_json_file:
         data = _read_file(args.path_to_json_file, "--path-to-json-file")
         try:
             partitions = list(zkdata.decode_leader_election_file(data))
         except zkdata.ZnodeFormatError as exc:
-            raise _bad(f"{args.path_to_json_file}: {exc}") from None
+            raise bad(f"{args.path_to_json_file}: {exc}") from None
         if not partitions:
-            raise _bad(f"{args.path_to_json_file}: the file lists no partitions")
+            raise bad(f"{args.path_to_json_file}: the file lists no partitions")
     else:
         partitions = None
     election = args.election_type
@@ -543,7 +460,7 @@ def cmd_leader_election(args) -> int:
             raise admin.ToolFailure(f"{len(failed)} replica(s) could not be elected")
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 
 
 # -- cluster -----------------------------------------------------------------------------------
@@ -572,5 +489,5 @@ def cmd_cluster(args) -> int:
         print(json.dumps(summary, sort_keys=True) if args.json else format_summary(summary))
         return 0
 
-    return _run(args, work)
+    return run_with_zookeeper(args, work)
 

@@ -2,13 +2,19 @@
 `add_chaos_command(subparsers)`.
 
 Exit 0 when every check passes, 1 when one fails (the failing checks are named) or the cluster
-could not be set up; bad flags raise `adapters.cli.UsageError` (one line, exit 2).
+could not be set up; bad flags raise `UsageError` (one line, exit 2).
 """
 from __future__ import annotations
 
 import asyncio
 import os
 from pathlib import Path
+
+from adapters.cli.common import check_connect_string
+from adapters.cli.errors import CommandFailure, UsageError
+from adapters.sim.chaos import ChaosConfig, run_chaos
+from adapters.sim.chaos.run import SetupFailed
+from adapters.zookeeper.server import EmbeddedZooKeeperError
 
 
 def add_chaos_command(subparsers) -> None:
@@ -46,9 +52,6 @@ def add_chaos_command(subparsers) -> None:
 
 
 def _config(args):
-    from adapters.sim.chaos import ChaosConfig
-    from adapters.cli.kctl import UsageError, check_connect_string
-
     def positive(name: str, value: float, upper: float) -> None:
         if not value > 0 or value > upper:
             raise UsageError(f"--{name} must be above 0 and at most {upper:g}, got {value:g}")
@@ -87,11 +90,6 @@ def _config(args):
 
 
 def cmd_chaos(args) -> int:
-    from adapters.sim.chaos import run_chaos
-    from adapters.sim.chaos.run import SetupFailed
-    from adapters.cli.kctl import CommandFailure
-    from adapters.zookeeper.server import EmbeddedZooKeeperError
-
     config = _config(args)
     try:
         report = asyncio.run(run_chaos(config))

@@ -14,19 +14,19 @@ and `Completed Updating config for entity: topic 't'.`
 from __future__ import annotations
 
 from adapters.admin import tools as admin
+from adapters.cli.common import run_with_zookeeper, zk_auth_flag, zookeeper_flag
+from adapters.cli.errors import bad
 from adapters.znodes import dynconfig as D
 
 
-def add_configs_command(subparsers, zookeeper, zk_auth, run, bad) -> None:
-    """Register `kctl configs`; `run(args, work)` and `bad(message)` are cli_admin's."""
-    global _run, _bad
-    _run, _bad = run, bad
+def add_configs_command(subparsers) -> None:
+    """Register `kctl configs`."""
     p = subparsers.add_parser(
         "configs", help="describe and alter topic and broker configs (like kafka-configs.sh --zookeeper)",
         description="Describe and alter dynamic configs of topics and brokers in ZooKeeper, as kafka-configs.sh "
                     "--zookeeper does: each alter writes /config/<type>/<name> then a /config/changes notification.")
-    zookeeper(p)
-    zk_auth(p)
+    zookeeper_flag(p)
+    zk_auth_flag(p)
     p.add_argument("--entity-type", required=True, choices=D.ENTITY_TYPES, help="topics or brokers")
     who = p.add_mutually_exclusive_group()
     who.add_argument("--entity-name", help="the topic name or broker id")
@@ -50,18 +50,18 @@ def _entity(entity_type: str, name: str) -> str:
 def _entity_name(args) -> str | None:
     if args.entity_default:
         if args.entity_type != D.BROKERS:
-            raise _bad("--entity-default applies to brokers only")
+            raise bad("--entity-default applies to brokers only")
         return D.DEFAULT_ENTITY
     name = args.entity_name
     if name is None:
         return None
     if args.entity_type == D.BROKERS and not (name.isascii() and name.isdigit() and int(name) <= 2**31 - 1):
-        raise _bad(f"The entity name for brokers must be a valid integer broker id, but it is: {name}")
+        raise bad(f"The entity name for brokers must be a valid integer broker id, but it is: {name}")
     if args.entity_type == D.TOPICS:
         try:
             admin.validate_topic_name(name)
         except admin.AdminError as exc:
-            raise _bad(str(exc)) from None
+            raise bad(str(exc)) from None
     return name
 
 
@@ -69,13 +69,13 @@ def cmd_configs(args) -> int:
     name = _entity_name(args)
     if args.describe:
         if args.add_config is not None or args.delete_config:
-            raise _bad("--add-config and --delete-config can't be used with --describe")
-        return _run(args, lambda zk: _describe(zk, args.entity_type, name))
+            raise bad("--add-config and --delete-config can't be used with --describe")
+        return run_with_zookeeper(args, lambda zk: _describe(zk, args.entity_type, name))
     if name is None:
-        raise _bad("--entity-name or --entity-default must be specified with --alter" if args.entity_type == D.BROKERS
+        raise bad("--entity-name or --entity-default must be specified with --alter" if args.entity_type == D.BROKERS
                    else "--entity-name must be specified with --alter of topics")
     if args.add_config is None and not args.delete_config:
-        raise _bad("At least one of --add-config or --delete-config must be specified with --alter")
+        raise bad("At least one of --add-config or --delete-config must be specified with --alter")
     try:
         add = D.parse_add_config(args.add_config) if args.add_config is not None else {}
         if args.entity_type == D.TOPICS:
@@ -83,11 +83,11 @@ def cmd_configs(args) -> int:
         else:
             add = D.validate_broker_config(add)
     except (ValueError, admin.AdminError) as exc:
-        raise _bad(str(exc)) from None
+        raise bad(str(exc)) from None
     delete = [k.strip() for item in args.delete_config or () for k in item.split(",") if k.strip()]
     both = sorted(set(add) & set(delete))
     if both:
-        raise _bad(f"config(s) {', '.join(both)} are both added and deleted")
+        raise bad(f"config(s) {', '.join(both)} are both added and deleted")
 
     async def alter(zk) -> int:
         if args.entity_type == D.TOPICS and not await zk.exists(f"/brokers/topics/{name}"):
@@ -100,7 +100,7 @@ def cmd_configs(args) -> int:
         print(f"Completed Updating config for entity: {_entity(args.entity_type, name)}.")
         return 0
 
-    return _run(args, alter)
+    return run_with_zookeeper(args, alter)
 
 
 async def _describe(zk, entity_type: str, name: str | None) -> int:

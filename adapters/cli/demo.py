@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -23,9 +24,10 @@ from rich.table import Table
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states
-from adapters.kafka import stock
+from adapters.sim import stock_client as stock
 from adapters.zookeeper.session import NoNode, ZkSession
 from adapters.zookeeper.server import EmbeddedZooKeeper
+from controller_core.values import TopicPartition
 
 BROKERS = (1, 2, 3, 4)
 SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms": "200",
@@ -33,14 +35,23 @@ SETTINGS = {"zookeeper.session.timeout.ms": "2000", "replica.catch.up.delay.ms":
             "simulated.partition.bytes": "3000000"}  # what a moving replica copies (3 s at the demo's throttle)
 
 
-def _kctl(*args: str) -> tuple[int, str]:
-    """Run a kctl admin command in this process, capturing what it prints."""
-    from adapters.cli.kctl import main
+def add_demo_command(sub, kctl_main: Callable[[list[str]], int]) -> None:
+    """Register `kctl demo`; the tour drives the same `kctl` command line (`kctl_main`) a user types."""
+    p = sub.add_parser("demo", help="the tour: a live cluster through failures, a reassignment and a failover")
+    p.add_argument("--keep", action="store_true", help="keep the journals, logs and replay report")
+    p.set_defaults(func=lambda args: run_demo(args.keep, kctl_main))
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        code = main(list(args))
-    return code, out.getvalue().strip()
+
+def _capturing(kctl_main: Callable[[list[str]], int]) -> Callable[..., tuple[int, str]]:
+    """`kctl ARGS...` run in this process, returning its exit code and what it printed."""
+
+    def kctl(*args: str) -> tuple[int, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = kctl_main(list(args))
+        return code, out.getvalue().strip()
+
+    return kctl
 
 
 async def _view(connect: str) -> dict:
@@ -55,7 +66,6 @@ async def _view(connect: str) -> dict:
 
 async def _replicas(zk: ZkSession) -> dict:
     """{(topic, partition): assigned replicas}."""
-    from controller_core.values import TopicPartition
 
     out = {}
     try:
@@ -107,7 +117,8 @@ def _render(view: dict, step: str, log: list[str]) -> Group:
     return Group(Panel(f"[bold]{step}[/]\n{header}\n{footer}"), table, "\n".join(log[-8:]))
 
 
-def run_demo(keep: bool = False) -> int:
+def run_demo(keep: bool, kctl_main: Callable[[list[str]], int]) -> int:
+    kctl = _capturing(kctl_main)
     console = Console()
     base = Path(tempfile.mkdtemp(prefix="kctl-demo-"))
     started = time.monotonic()
@@ -139,9 +150,9 @@ def run_demo(keep: bool = False) -> int:
                 cluster.start_node(b)
             wait("starting 4 brokers", lambda v: len(v["brokers"]) == 4 and v["controller"] is not None)
             show("creating topics", "kctl topics --create orders (6 partitions, RF 3) and events (3, RF 2)")
-            _kctl("topics", "--zookeeper", connect, "--create", "--topic", "orders", "--partitions", "6",
+            kctl("topics", "--zookeeper", connect, "--create", "--topic", "orders", "--partitions", "6",
                   "--replication-factor", "3")
-            _kctl("topics", "--zookeeper", connect, "--create", "--topic", "events", "--partitions", "3",
+            kctl("topics", "--zookeeper", connect, "--create", "--topic", "events", "--partitions", "3",
                   "--replication-factor", "2")
             view = wait("creating topics", lambda v: len(v["partitions"]) == 9)
             time.sleep(1.0)  # the brokers' caches get the new leaders from the controller's UpdateMetadata
@@ -163,16 +174,16 @@ def run_demo(keep: bool = False) -> int:
             target = [b for b in BROKERS if b != victim][:3]
             plan.write_text(json.dumps({"version": 1, "partitions": [
                 {"topic": "events", "partition": 0, "replicas": target}]}))
-            code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan),
+            code, out = kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan),
                               "--execute", "--throttle", "1000000")
             show("reassignment", f"kctl reassign-partitions --execute --throttle 1000000: events-0 -> {target} "
                                  "(the new replica copies 3 MB at 1 MB/s)")
             verified: list[str] = []
-            wait("reassignment", lambda v: _verified(connect, plan, verified))
+            wait("reassignment", lambda v: _verified(kctl, connect, plan, verified))
             # the --verify that saw it complete removed the throttle
             show("reassignment", "kctl reassign-partitions --verify: " + " ".join(verified[-1].splitlines()[-1:]))
 
-            code, out = _kctl("leader-election", "--zookeeper", connect, "--election-type", "PREFERRED",
+            code, out = kctl("leader-election", "--zookeeper", connect, "--election-type", "PREFERRED",
                               "--all-topic-partitions")
             show("preferred election", "kctl leader-election PREFERRED: " + _election_summary(out))
             time.sleep(1.0)
@@ -189,7 +200,7 @@ def run_demo(keep: bool = False) -> int:
                          f"broker {old} rejoined as a broker" + ("" if _all_in_sync(view) else
                                                                   " (some ISRs have not recovered yet)"))
         cluster.stop_all()
-        _replay(console, base, keep)
+        _replay(kctl, console, base, keep)
         console.print(f"[bold]done in {time.monotonic() - started:.0f} s[/]; journals and logs in {base}"
                       if keep else f"[bold]done in {time.monotonic() - started:.0f} s[/] "
                                    "(kctl demo --keep keeps the journals, logs and report)")
@@ -201,14 +212,14 @@ def run_demo(keep: bool = False) -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _verified(connect: str, plan: Path, seen: list[str] | None = None) -> bool:
-    code, out = _kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")
+def _verified(kctl, connect: str, plan: Path, seen: list[str] | None = None) -> bool:
+    code, out = kctl("reassign-partitions", "--zookeeper", connect, "--reassignment-json-file", str(plan), "--verify")
     if seen is not None:
         seen.append(out)
     return "completed successfully" in out
 
 
-def _replay(console: Console, base: Path, keep: bool) -> None:
+def _replay(kctl, console: Console, base: Path, keep: bool) -> None:
     """The offline audit of every journal the cluster wrote (if the replay job is installed)."""
     try:
         from replay.local import run_local  # noqa: F401
@@ -217,7 +228,7 @@ def _replay(console: Console, base: Path, keep: bool) -> None:
         return
     console.print()
     console.print("[bold]replay[/]: auditing every controller's journal on a local Spark ...")
-    code, out = _kctl("replay", "--journal", str(base / "journals"), "--out", str(base / "replay"))
+    code, out = kctl("replay", "--journal", str(base / "journals"), "--out", str(base / "replay"))
     console.print("\n".join(out.splitlines()[-40:]), markup=False)
     verdict = "[green]PASS[/]" if code == 0 else "[red]VIOLATIONS[/]"
     # without --keep the report is deleted on exit: name it only when it stays

@@ -7,398 +7,42 @@ exits 1. `--zookeeper` defaults to `$KCTL_ZOOKEEPER`, then 127.0.0.1:2181.
 """
 from __future__ import annotations
 
-import argparse
-import asyncio
-import logging
-import os
-import signal
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from typing import Callable
 
-DEFAULT_ZOOKEEPER = "127.0.0.1:2181"
-DEFAULT_ZOOKEEPER_DATA_DIR = "./zookeeper-data"
+from adapters.cli.admin import add_admin_commands
+from adapters.cli.chaos import add_chaos_command
+from adapters.cli.configs import add_configs_command
+from adapters.cli.demo import add_demo_command
+from adapters.cli.errors import CommandFailure, Parser, UsageError, one_line
+from adapters.cli.node import add_node_command
+from adapters.cli.replay import add_replay_command
+from adapters.cli.zookeeper import add_zookeeper_command
+from benchmarks.failover import add_command as add_bench_command
 
 
 def _version() -> str:
     """The installed distribution's version (pyproject.toml), without importing anything heavy."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("kctl")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown (not installed)"
 
 
-class UsageError(Exception):
-    """Bad input from the command line: one line, exit 2."""
-
-
-class CommandFailure(Exception):
-    """A valid command that could not be carried out: one line, exit 1."""
-
-
-INT32_MAX = 2**31 - 1
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse's own errors: same one-line form
-        raise UsageError(message)
-
-
-def _zookeeper(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--zookeeper", default=os.environ.get("KCTL_ZOOKEEPER", DEFAULT_ZOOKEEPER),
-                        help="ZooKeeper connect string host:port[,host:port...][/chroot] "
-                             "(default: $KCTL_ZOOKEEPER, then 127.0.0.1:2181)")
-
-
-def _host_port(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise UsageError(f"--listen must be HOST:PORT, got {text!r}")
-    return host, int(port)
-
-
-def _settings(config_file: str | None, sets: list[str] | None) -> dict:
-    """Kafka-style properties: a file of key=value lines, then --set overrides."""
-    settings: dict[str, str] = {}
-    if config_file:
-        try:
-            with open(config_file, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except OSError as exc:
-            raise UsageError(f"cannot read --config {config_file}: {exc.strerror}")
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"--config {config_file} is not UTF-8 text ({exc.reason} at byte {exc.start})")
-        for n, line in enumerate(lines, 1):
-            line = line.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            key, sep, value = line.partition("=")
-            if not sep or not key.strip():
-                raise UsageError(f"{config_file}:{n}: expected key=value, got {line!r}")
-            settings[key.strip()] = value.strip()
-    for item in sets or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--set expects key=value, got {item!r}")
-        settings[key.strip()] = value.strip()
-    return settings
-
-
-KNOWN_NODE_KEYS = {
-    "zookeeper.session.timeout.ms": int, "unclean.leader.election.enable": bool,
-    "auto.leader.rebalance.enable": bool, "leader.imbalance.per.broker.percentage": int,
-    "leader.imbalance.check.interval.seconds": int, "controlled.shutdown.max.retries": int,
-    "controlled.shutdown.retry.backoff.ms": int, "replica.lag.time.max.ms": int,
-    "delete.topic.enable": bool, "zookeeper.set.acl": bool, "journal.fsync": str,
-    "replica.catch.up.delay.ms": int, "control.secret": str, "zookeeper.auth": str, "process.roles": str,
-    "journal.retry.backoff.ms": int, "simulated.partition.bytes": int,
-    "log.dirs": str, "controlled.shutdown.enable": bool, "controller.socket.timeout.ms": int, "zookeeper.connection.timeout.ms": int,
-}
-
-
-def _check_settings(settings: dict) -> None:
-    for key, value in settings.items():
-        kind = KNOWN_NODE_KEYS.get(key)
-        if kind is None:
-            raise UsageError(f"unknown configuration key {key!r} (known: {', '.join(sorted(KNOWN_NODE_KEYS))})")
-        if kind is int:
-            try:
-                if not 0 <= int(value) <= INT32_MAX:
-                    raise ValueError
-            except ValueError:
-                raise UsageError(f"{key} must be a non-negative 32-bit integer, got {value!r}")
-        elif kind is bool and str(value).lower() not in ("true", "false"):
-            raise UsageError(f"{key} must be true or false, got {value!r}")
-    for key in ("controller.socket.timeout.ms", "zookeeper.connection.timeout.ms"):
-        if key in settings and int(settings[key]) == 0:
-            raise UsageError(f"{key} must be positive, got 0")
-    roles = {r.strip() for r in settings.get("process.roles", "broker,controller").split(",")}
-    if not roles or not roles <= {"broker", "controller"} or "broker" not in roles:
-        raise UsageError(f"process.roles must be broker or broker,controller, got {settings['process.roles']!r}")
-    if settings.get("journal.fsync", "batch") not in ("always", "batch", "never"):
-        raise UsageError(f"journal.fsync must be always, batch or never, got {settings['journal.fsync']!r}")
-    if "control.secret" in settings and not settings["control.secret"]:
-        # an empty value would silently turn authentication off
-        raise UsageError("control.secret must not be empty (leave it out to run without a secret)")
-    if "zookeeper.auth" in settings:
-        check_zk_auth(settings["zookeeper.auth"], "zookeeper.auth")
-
-
-def check_zk_auth(value: str, what: str) -> str:
-    """Digest credentials `user:password` (what ZooKeeper's digest scheme takes)."""
-    user, sep, _ = value.partition(":")
-    if not sep or not user:
-        raise UsageError(f"{what} must be USER:PASSWORD (ZooKeeper digest credentials)")
-    return value
-
-
-def check_connect_string(connect: str) -> None:
-    from adapters.zookeeper.session import parse_connect_string
-
-    try:
-        parse_connect_string(connect)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
-    """Every line to stderr as text or one JSON object (adapters/observability/logformat.py); the node's
-    state-change log file follows the same format."""
-    from adapters.observability.logformat import configure
-
-    configure(fmt, level)
-
-
-# -- commands ------------------------------------------------------------------------------------
-
-
-def cmd_zookeeper(args) -> int:
-    from adapters.zookeeper.server import serve_forever
-
-    if not 0 <= args.port < 65536:
-        raise UsageError(f"--port must be a port number 0-65535, got {args.port}")
-    if args.ensemble is not None:
-        return _zookeeper_ensemble(args)
-    if args.port:
-        _check_port_free(args.port)
-    return serve_forever(args.port, args.data_dir)
-
-
-def _zookeeper_ensemble(args) -> int:
-    from adapters.zookeeper.ensemble import serve_ensemble_forever
-
-    if not 1 <= args.ensemble <= 9:
-        raise UsageError(f"--ensemble must be a number of servers from 1 to 9, got {args.ensemble}")
-    if args.port and args.port > 65536 - args.ensemble:
-        raise UsageError(f"--port {args.port} leaves no room for {args.ensemble} consecutive client ports")
-    if args.port:
-        for port in range(args.port, args.port + args.ensemble):
-            _check_port_free(port)
-    return serve_ensemble_forever(args.ensemble, args.port, args.data_dir)
-
-
-def _check_port_free(port: int) -> None:
-    """Refuse a taken port with one line. Otherwise the JVM dies with a BindException stack
-    trace, or, if the port's holder is another ZooKeeper, its `ruok` is mistaken for ours."""
-    import errno
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds: TIME_WAIT is no obstacle
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise CommandFailure(f"port {port} is in use") from None
-            raise CommandFailure(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
-
-
-def cmd_node(args) -> int:
-    from adapters.controller.journal import JournalError
-    from adapters.node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
-    from adapters.zookeeper.session import Unreachable, ZkError
-
-    _apply_properties_file(args)
-    if args.broker_id is None:
-        raise UsageError("--broker-id is required (or broker.id in the --config file)")
-    if not 0 <= args.broker_id <= INT32_MAX:
-        raise UsageError(f"--broker-id must be a non-negative 32-bit integer, got {args.broker_id}")
-    if args.rack is not None and not args.rack.strip():
-        raise UsageError("--rack must not be empty")
-    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
-        raise UsageError(f"--metrics-port must be a port number 0-65535, got {args.metrics_port}")
-    host, port = _host_port(args.listen)
-    check_connect_string(args.zookeeper)
-    settings = {**args.file_settings, **_settings(None, args.set)}
-    if args.log_dirs is not None:
-        if not [d for d in args.log_dirs.split(",") if d.strip()]:
-            raise UsageError("--log-dirs must name at least one directory")
-        settings["log.dirs"] = args.log_dirs
-    _check_settings(settings)
-    zk_auth = settings.get("zookeeper.auth") or os.environ.get("KCTL_ZOOKEEPER_AUTH") or None
-    if zk_auth is not None and "zookeeper.auth" not in settings:
-        check_zk_auth(zk_auth, "$KCTL_ZOOKEEPER_AUTH")
-    if settings.get("zookeeper.set.acl", "false").lower() == "true" and zk_auth is None:
-        raise UsageError("zookeeper.set.acl=true needs credentials: set zookeeper.auth=USER:PASSWORD "
-                         "(or $KCTL_ZOOKEEPER_AUTH)")
-    secret = settings.get("control.secret") or os.environ.get("KCTL_CONTROL_SECRET")
-    config = NodeConfig(broker_id=args.broker_id, zookeeper=args.zookeeper, host=host, port=port, rack=args.rack,
-                        journal_dir=args.journal_dir, metrics_port=args.metrics_port, settings=settings,
-                        secret=secret.encode() if secret else None,
-                        zk_auth=zk_auth)
-    configure_logging(args.log_format, args.log_level)
-
-    async def main() -> int:
-        node = ClusterNode(config)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        terminated: list[int] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda s=sig: (terminated.append(s), stop.set()))
-        running = asyncio.ensure_future(node.run_until_stopped(stop))
-        # A signal ends the node at any stage: while it still waits for ZooKeeper (a typo in
-        # --zookeeper must not hold Ctrl-C for the connect timeout), the start is abandoned.
-        signalled = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({running, signalled}, return_when=asyncio.FIRST_COMPLETED)
-        if not running.done() and not node.started:
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
-            await _abandon(node)
-            logging.getLogger("kctl.node").info("broker %d stopped by %s before it had started",
-                                                args.broker_id, signal.Signals(terminated[0]).name)
-            return 0
-        signalled.cancel()
-        try:
-            await running
-        except BrokerIdInUse as exc:
-            await _release(node)
-            raise UsageError(str(exc))
-        except LogDirsFailed as exc:
-            raise CommandFailure(str(exc)) from None
-        except JournalError as exc:
-            await _release(node)
-            raise CommandFailure(f"cannot use the journal in {args.journal_dir}: {exc}") from None
-        except Unreachable as exc:  # its text is the whole reason
-            await _release(node)
-            raise CommandFailure(str(exc)) from None
-        except ZkError as exc:
-            await _release(node)
-            raise CommandFailure(f"ZooKeeper at {args.zookeeper}: {exc}") from None
-        except OSError as exc:  # e.g. the --listen port is taken, the journal dir cannot be created
-            await _release(node)
-            raise CommandFailure(f"{exc.strerror or exc}: {exc.filename or args.listen}") from None
-        if terminated and config.get("controlled.shutdown.enable", True):
-            # Kafka's controlled shutdown may wait (retries x backoff) for a leader that cannot
-            # move; a second signal cuts it short, as a second Ctrl-C would be meant to.
-            again = asyncio.Event()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, again.set)
-            shutdown = asyncio.ensure_future(node.controlled_shutdown())
-            interrupted = asyncio.ensure_future(again.wait())
-            await asyncio.wait({shutdown, interrupted}, return_when=asyncio.FIRST_COMPLETED)
-            if not shutdown.done():
-                logging.getLogger("kctl.node").warning("second signal: stopping without waiting for the "
-                                                       "controlled shutdown")
-                shutdown.cancel()
-                await asyncio.gather(shutdown, return_exceptions=True)
-            interrupted.cancel()
-        await node.close()
-        return 0
-
-    return asyncio.run(main())
-
-
-async def _abandon(node) -> None:
-    """A node stopped while starting: close whatever it had started."""
-    if getattr(node, "server", None) is not None:
-        try:
-            await node.close()
-            return
-        except Exception:  # noqa: BLE001 - exiting anyway; the session goes below
-            pass
-    await _release(node)
-
-
-def _apply_properties_file(args) -> None:
-    """`--config FILE` as a Kafka server.properties (adapters/cli/node_properties.py): its identity
-    keys fill the flags not given, its node keys become settings, every other key is named in
-    one warning line."""
-    from adapters.cli.node_properties import PropertiesError, split_file_settings
-
-    raw = _settings(args.config, None) if args.config else {}
-    try:
-        identity, args.file_settings, ignored = split_file_settings(raw, set(KNOWN_NODE_KEYS))
-    except PropertiesError as exc:
-        raise UsageError(f"--config {args.config}: {exc}") from None
-    if ignored:
-        print(f"warning: --config {args.config}: ignoring {len(ignored)} key(s) kctl does not use: "
-              + ", ".join(sorted(ignored)), file=sys.stderr)
-    for name, value in identity.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    if args.listen is None:
-        args.listen = "127.0.0.1:0"
-    if args.zookeeper is None:
-        args.zookeeper = os.environ.get("KCTL_ZOOKEEPER", DEFAULT_ZOOKEEPER)
-
-
-async def _release(node) -> None:
-    """A node that failed to start: end its ZooKeeper session now (its registration, if any, goes
-    at once instead of after the session timeout)."""
-    if node.zk is not None:
-        try:
-            await node.zk.close()
-        except Exception:  # noqa: BLE001 - exiting anyway, with the start failure as the message
-            pass
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kctl", description="A Kafka 2.4-style cluster controller on ZooKeeper.")
+def build_parser() -> Parser:
+    parser = Parser(prog="kctl", description="A Kafka 2.4-style cluster controller on ZooKeeper.")
     parser.add_argument("--version", action="version", version=f"kctl {_version()}",
                         help="print kctl's version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    p = sub.add_parser("zookeeper", help="run a real ZooKeeper server in the foreground (embedded)",
-                       description="A real ZooKeeper 3.9 server (the jars inside the pyspark wheel, run with "
-                                   "this machine's Java 17+) on 127.0.0.1, in the foreground; SIGTERM or "
-                                   "Ctrl-C stops it. Prints its connect string once it serves.")
-    p.add_argument("--port", type=int, default=2181, help="client port on 127.0.0.1 (default 2181; 0: any free port)")
-    p.add_argument("--data-dir", default=DEFAULT_ZOOKEEPER_DATA_DIR,
-                   help=f"snapshots, transaction logs and the server's own logs; kept between runs "
-                        f"(default {DEFAULT_ZOOKEEPER_DATA_DIR}, relative to the current directory)")
-    p.add_argument("--ensemble", type=int, default=None, metavar="N",
-                   help="run N servers of one ensemble (data dirs DATA_DIR/zk-1..N, client ports PORT..PORT+N-1, "
-                        "PORT 0: free ports) and print their connect string")
-    p.set_defaults(func=cmd_zookeeper)
-
-    p = sub.add_parser("node", help="one cluster node: a broker that competes to be the controller")
-    p.add_argument("--broker-id", type=int, default=None,
-                   help="this node's broker id (Kafka's broker.id; or broker.id in --config)")
-    # flags win over --config, which wins over $KCTL_ZOOKEEPER and the built-in default
-    p.add_argument("--zookeeper", default=None,
-                   help="ZooKeeper connect string host:port[,host:port...][/chroot] (default: zookeeper.connect in "
-                        "--config, then $KCTL_ZOOKEEPER, then 127.0.0.1:2181)")
-    p.add_argument("--listen", default=None,
-                   help="control-channel address HOST:PORT (port 0: any free port; default: the PLAINTEXT listener "
-                        "of --config, else 127.0.0.1:0)")
-    p.add_argument("--rack", default=None, help="rack of this broker (Kafka's broker.rack), for rack-aware placement")
-    p.add_argument("--journal-dir", default=None,
-                   help="where this node's controller journal and its state-change.log go")
-    p.add_argument("--metrics-port", type=int, default=None,
-                   help="serve Prometheus metrics (Kafka's names) on this port, on the --listen host (0: any free port)")
-    p.add_argument("--log-dirs", default=None, metavar="D1,D2",
-                   help="log directories (Kafka's log.dirs): each replica is a directory <dir>/<topic>-<partition>; "
-                        "a dir that can no longer be written goes offline and is reported to the controller")
-    p.add_argument("--config", default=None,
-                   help="a Kafka server.properties: broker.id, broker.rack, listeners, zookeeper.connect and the "
-                        "node keys are used, other Kafka keys are ignored with one warning line")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one setting (repeatable)")
-    p.add_argument("--log-format", choices=("text", "json"), default="text",
-                   help="stderr and state-change.log lines as text or as one JSON object each")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-                   help="the lowest level logged on stderr (default INFO)")
-    p.set_defaults(func=cmd_node)
-
-    from adapters.cli.admin import add_admin_commands
-
-    add_admin_commands(sub, UsageError)
-
-    p = sub.add_parser("demo", help="the tour: a live cluster through failures, a reassignment and a failover")
-    p.add_argument("--keep", action="store_true", help="keep the journals, logs and replay report")
-    p.set_defaults(func=lambda args: __import__("adapters.cli.demo", fromlist=["run_demo"]).run_demo(args.keep))
-
-    from adapters.cli.replay import add_replay_command
-
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    add_zookeeper_command(sub)
+    add_node_command(sub)
+    add_admin_commands(sub)
+    add_configs_command(sub)
+    add_demo_command(sub, main)
     add_replay_command(sub)
-
-    from adapters.cli.chaos import add_chaos_command
-
     add_chaos_command(sub)
-
-    from benchmarks.failover import add_command as add_bench
-
-    add_bench(sub, UsageError)
+    add_bench_command(sub, UsageError)
     return parser
 
 
@@ -411,14 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         func: Callable = args.func
         return func(args)
     except UsageError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except CommandFailure as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())

@@ -1,7 +1,7 @@
 """`kctl node --config server.properties`: a Kafka broker's properties file taken as it is.
 
 Honoured: `broker.id`, `broker.rack`, `listeners` (the first `PLAINTEXT://host:port`, else the
-first listener), `zookeeper.connect`, and the node keys of `adapters.cli.KNOWN_NODE_KEYS`
+first listener), `zookeeper.connect`, and the node keys of `adapters.cli.node.KNOWN_NODE_KEYS`
 (the controller's settings). Command-line flags win over the file. Any other key a Kafka
 `server.properties` may hold (`num.network.threads`, `log.retention.hours`, ...) is ignored,
 and all of them are named in one warning line, so that the file of a real broker can be pointed

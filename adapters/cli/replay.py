@@ -1,12 +1,14 @@
 """`kctl replay --journal DIR --out DIR`: the Spark replay and audit (replay/job.py), locally.
 
 Wired into the `kctl` parser by `add_replay_command(subparsers)`. Exit 0 when the audit passes,
-1 when it finds a violation; bad input raises `adapters.cli.UsageError` (one line, exit 2).
+1 when it finds a violation; bad input raises `UsageError` (one line, exit 2).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from adapters.cli.errors import UsageError
 
 
 def add_replay_command(subparsers) -> None:
@@ -29,8 +31,6 @@ def add_replay_command(subparsers) -> None:
 
 
 def cmd_replay(args) -> int:
-    from adapters.cli.kctl import UsageError
-
     journals = [Path(j) for j in args.journal]
     for journal in journals:
         if not journal.exists():
@@ -49,7 +49,7 @@ def cmd_replay(args) -> int:
     except OSError as exc:
         raise UsageError(f"cannot create --out {args.out}: {exc.strerror}")
 
-    from replay import job
+    from replay import job  # pyspark: a heavy import, only when a replay runs
 
     spark = job.session(args.master, hash_seed=args.hash_seed, conf={"spark.driver.memory": args.driver_memory})
     spark.sparkContext.setLogLevel("ERROR")

@@ -39,6 +39,7 @@ import orjson
 
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
+from adapters.control.framing import EncodedBody
 
 LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
@@ -108,7 +109,6 @@ def spliced_body(header: dict, states: bytes):
     """An `EncodedBody` for `header` plus a pre-encoded "partition_states" member. Not
     compressed: the control channel runs between the brokers of one cluster, where zlib costs
     more CPU than the bytes it saves."""
-    from adapters.control.framing import EncodedBody
 
     data = orjson.dumps(header)[:-1] + b',"partition_states":' + states + b"}"
     return EncodedBody(data, False, len(data))

@@ -19,6 +19,7 @@ from controller_core.machines import PartitionState
 from controller_core.state import ControllerState
 
 from adapters.observability import statelog
+from controller_core.machines import ReplicaState
 
 log = logging.getLogger("kctl.controller")
 
@@ -171,7 +172,6 @@ def _offline_replicas(sends, state: ControllerState) -> dict:
     """{id(partitions of an UpdateMetadata): [[topic, partition, [replicas]], ...]}: replicas in
     OfflineReplica on live brokers, which is where a failed log dir puts them (only computed
     once some broker reported KAFKA_STORAGE_ERROR)."""
-    from controller_core.machines import ReplicaState
 
     out: dict = {}
     live = state.brokers

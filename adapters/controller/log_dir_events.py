@@ -17,7 +17,8 @@ from typing import Callable
 
 from controller_core import events as E
 
-from adapters.controller.watches import Serial, delete_consumed
+from adapters.controller.watches import delete_consumed
+from adapters.zookeeper.watch import Serial
 from adapters.zookeeper.session import ZkSession
 
 log = logging.getLogger("kctl.log_dirs")

@@ -51,7 +51,7 @@ from controller_core.state import ControllerConfig, ControllerState, initial_sta
 from controller_core.step import step
 
 from adapters.runtime import gcpause
-from adapters.controller.journal import JournalError, JournalWriteError, probe_writable
+from adapters.journal.writer import JournalError, JournalWriteError, probe_writable
 
 log = logging.getLogger("kctl.controller")
 
@@ -107,7 +107,7 @@ class EventStats:
 class ControllerLoop:
     """Owns the controller state; `put()` is the only way in.
 
-    `journal` is an `adapters.controller.journal.Journal` (or None for tests that do not need one);
+    `journal` is an `adapters.journal.writer.Journal` (or None for tests that do not need one);
     `clock` returns ms since the epoch and stamps nothing but the journal's records (events
     carry their own `at`)."""
 

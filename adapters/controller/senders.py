@@ -18,6 +18,7 @@ from controller_core.values import BrokerInfo
 
 from adapters.control import requests as Q
 from adapters.control.transport import BrokerSendQueue
+from adapters.observability.metrics import Window
 
 log = logging.getLogger("kctl.senders")
 
@@ -56,7 +57,6 @@ class Senders:
                                         request_timeout=self.request_timeout_s)
                 window = self.queue_times.get(broker_id)
                 if window is None:
-                    from adapters.observability.metrics import Window
 
                     window = self.queue_times[broker_id] = Window()
                 queue.on_dequeue = window.observe

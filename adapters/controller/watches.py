@@ -31,6 +31,7 @@ from controller_core.values import TopicPartition
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.runtime.gcpause import gc_paused
 from adapters.zookeeper.session import Fenced, NoNode, ZkError
+from adapters.zookeeper.watch import Serial
 
 log = logging.getLogger("kctl.watches")
 
@@ -48,47 +49,6 @@ def broker_id_of(name: str) -> int | None:
         return None
     value = int(name)
     return value if value <= zkdata.INT32_MAX else None
-
-
-class Serial:
-    """Runs `refresh()` after each `poke()`, one run at a time; pokes during a run coalesce
-    into one more run. `first` resolves after the first complete run."""
-
-    def __init__(self, refresh: Callable, name: str):
-        self.refresh = refresh
-        self.name = name
-        self.dirty = False
-        self.task: asyncio.Task | None = None
-        self.first: asyncio.Future = asyncio.get_running_loop().create_future()
-
-    def poke(self) -> None:
-        self.dirty = True
-        if self.task is None or self.task.done():
-            self.task = asyncio.create_task(self._run(), name=f"refresh-{self.name}")
-
-    async def _run(self) -> None:
-        while self.dirty:
-            self.dirty = False
-            try:
-                await self.refresh()
-            except ZkError as exc:
-                log.warning("refreshing %s failed (%s); retrying", self.name, exc)
-                await asyncio.sleep(0.2)
-                self.dirty = True
-                continue
-            except Exception as exc:  # noqa: BLE001 - a bug here must not silence the watch for good
-                # Retrying would fail the same way on the same data; the next change retries.
-                # Still resolve `first`, or a failover would wait forever for this watch.
-                log.error("refreshing %s failed: %r; waiting for the next change", self.name, exc,
-                          exc_info=exc)
-            if not self.first.done():
-                self.first.set_result(None)
-
-    def cancel(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-        if not self.first.done():
-            self.first.cancel()  # a failover still waiting for it stops (CancelledError)
 
 
 class ControllerWatches:

@@ -1,7 +1,7 @@
 """Reading controller journals back: checksums, segment order and gap detection.
 
 Standard library only, so that this module ships to Spark executors unchanged and the offline
-tools can read a journal without Spark. The writer is `adapters.controller.journal`; both sides share the
+tools can read a journal without Spark. The writer is `adapters.journal.writer`; both sides share the
 error types defined here.
 
 Layout

@@ -4,7 +4,7 @@ The controller loop is the only writer. It appends a record for every event befo
 it, then awaits `sync()` before executing the event's commands. Record bodies are plain
 JSON-compatible dicts produced by the event/state codec; this module does not look inside them.
 
-Record format (one line per record, read by `replay.journal_reader` and by Spark as-is)
+Record format (one line per record, read by `adapters.journal.format` and by Spark as-is)
 ---------------------------------------------------------------------------------------
 A record is the compact JSON object (separators "," and ":", ASCII-only, no NaN)
 
@@ -15,7 +15,7 @@ stores the line `{"crc":"H",` + (the object without its leading "{") + "\\n". To
 line without "\\n", check that it starts with `{"crc":"` + 8 lowercase hex + `",`, and
 recompute crc32 over "{" followed by everything from character index 18 (0-based) on; it must
 equal H. Nothing is re-serialised, so key order and number formatting never matter to the check.
-`replay.journal_reader.verify_line` implements exactly this and its docstring gives the Spark SQL
+`adapters.journal.format.verify_line` implements exactly this and its docstring gives the Spark SQL
 expression for the same test.
 
 Fields: `seq` (gap-free, starts at 1, continues across reopenings), `controller_id`,
@@ -74,7 +74,7 @@ from typing import Callable
 
 import orjson
 
-from replay.journal_reader import (
+from adapters.journal.format import (
     JournalCorruption,
     JournalError,
     list_segments,

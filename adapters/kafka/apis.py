@@ -35,6 +35,7 @@ from adapters.kafka import codec
 from adapters.kafka import configs as CF
 from adapters.kafka import metadata as M
 from adapters.kafka import protocol as K
+import re
 
 log = logging.getLogger("kctl.kafka")
 
@@ -500,7 +501,6 @@ def _configs_of(t: dict) -> dict[str, str]:
 
 def _exact(name: str) -> str:
     """`admin.delete_topics` matches a regular expression: this one matches `name` only."""
-    import re
 
     return re.escape(name)
 

@@ -19,6 +19,7 @@ import attrs
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 
 from adapters.kafka import protocol as K
+from adapters.admin.tools import _legal as legal
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -50,8 +51,6 @@ def snapshot(broker, *, copy: bool = True) -> CacheSnapshot:
 
 
 def _legal(topic: str) -> bool:
-    from adapters.admin.tools import _legal as legal
-
     return legal(topic)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import NoNode, ZkSession
 from adapters.zookeeper.server import die_with_parent
+from controller_core.values import TopicPartition
 
 
 def _kill_with_parent() -> None:
@@ -148,7 +149,6 @@ async def live_brokers(zk: ZkSession) -> list[int]:
 
 async def partition_states(zk: ZkSession, topic: str | None = None) -> dict:
     """{(topic, partition): LeaderIsr} for every state znode (of one topic)."""
-    from controller_core.values import TopicPartition
 
     try:
         topics = [topic] if topic else await zk.get_children(zkpaths.TOPICS)

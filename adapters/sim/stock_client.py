@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from controller_core.values import TopicPartition
+from adapters.sim.cluster import controller, partition_states
+from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.zookeeper.session import ZkSession
 
 
 def available() -> bool:
@@ -74,9 +77,6 @@ async def summary(zk_connect: str) -> str:
     checked against ZooKeeper."""
     if not available():
         return "stock Kafka client: not shown (confluent-kafka is not installed)"
-    from adapters.znodes import codec as zkdata, paths as zkpaths
-    from adapters.sim.cluster import controller, partition_states
-    from adapters.zookeeper.session import ZkSession
 
     zk = await ZkSession.connect(zk_connect)
     try:

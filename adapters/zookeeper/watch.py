@@ -10,17 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from aiozk import protocol as _proto
 
 from adapters.zookeeper.values import ConnectionLost, NoNode, SessionClosed, SessionExpired, ZkError
 from adapters.zookeeper.wire import _EXISTS, _GET_CHILDREN2, _GET_DATA
 
-if TYPE_CHECKING:
-    from adapters.zookeeper.session import ZkSession
-
 log = logging.getLogger("adapters.zookeeper.session")  # the ZooKeeper client logs under one name: adapters/zookeeper/session.py's
+
+
+class WatchedSession(Protocol):
+    """What a `Watch` uses of the `ZkSession` that made it (session.py implements it): absolute
+    paths, reads that set a watch, aiozk's callback registry, and the session's set of live
+    watches (re-armed on reconnection). Named here so that this module does not import session.py,
+    which imports it."""
+
+    _session: Any
+    _watches: set
+
+    def _abs(self, path: str) -> str: ...
+
+    async def _read(self, opcode: int, path: str, watch: bool = False) -> Any: ...
 
 
 class Watch:
@@ -33,7 +44,7 @@ class Watch:
     _DATA_EVENTS = (_proto.WatchEvent.CREATED, _proto.WatchEvent.DELETED, _proto.WatchEvent.DATA_CHANGED)
     _CHILD_EVENTS = (_proto.WatchEvent.CREATED, _proto.WatchEvent.DELETED, _proto.WatchEvent.CHILDREN_CHANGED)
 
-    def __init__(self, zk: "ZkSession", path: str, kind: str, callback: Callable[[Any], None]):
+    def __init__(self, zk: WatchedSession, path: str, kind: str, callback: Callable[[Any], None]):
         self.path = path
         self.kind = kind
         self._zk = zk
@@ -138,3 +149,44 @@ class Subscription:
     def cancel(self) -> None:
         if self in self._registry:
             self._registry.remove(self)
+
+
+class Serial:
+    """Runs `refresh()` after each `poke()`, one run at a time; pokes during a run coalesce
+    into one more run. `first` resolves after the first complete run."""
+
+    def __init__(self, refresh: Callable, name: str):
+        self.refresh = refresh
+        self.name = name
+        self.dirty = False
+        self.task: asyncio.Task | None = None
+        self.first: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    def poke(self) -> None:
+        self.dirty = True
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run(), name=f"refresh-{self.name}")
+
+    async def _run(self) -> None:
+        while self.dirty:
+            self.dirty = False
+            try:
+                await self.refresh()
+            except ZkError as exc:
+                log.warning("refreshing %s failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(0.2)
+                self.dirty = True
+                continue
+            except Exception as exc:  # noqa: BLE001 - a bug here must not silence the watch for good
+                # Retrying would fail the same way on the same data; the next change retries.
+                # Still resolve `first`, or a failover would wait forever for this watch.
+                log.error("refreshing %s failed: %r; waiting for the next change", self.name, exc,
+                          exc_info=exc)
+            if not self.first.done():
+                self.first.set_result(None)
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        if not self.first.done():
+            self.first.cancel()  # a failover still waiting for it stops (CancelledError)

@@ -163,7 +163,7 @@ async def test_journal_folds_back_to_the_live_state(cluster, admin):
     from controller_core import codec
     from controller_core.state import initial_state
     from controller_core.step import step
-    from replay.journal_reader import read_journal
+    from adapters.journal.format import read_journal
 
     ctrl = await wait_for(lambda: active(cluster), what="a controller")
     await create_topic(admin, "t", [[1, 2], [2, 3], [3, 1]])
@@ -225,3 +225,35 @@ async def test_a_returning_former_controller_rejoins_the_isr(cluster, admin, zk_
     (back,) = await start_nodes(zk_connect, tmp_path, ids=(ctrl.broker_id,))
     cluster.append(back)
     await wait_for(lambda: _isr_sizes(admin, "t", 2), timeout=20, what="the returning broker back in every ISR")
+
+
+async def test_a_crashed_component_takes_the_node_down_and_run_until_stopped_raises(zk_connect, tmp_path, admin):
+    """The node's tasks share one task group: a task that fails cancels the others (the
+    controller loop among them), ends the node's ZooKeeper session (its registration goes at
+    once) and is raised by `run_until_stopped`, not logged and forgotten."""
+    node = ClusterNode(NodeConfig(broker_id=7, zookeeper=zk_connect, journal_dir=str(tmp_path / "node-7"),
+                                  settings=FAST))
+    stop = asyncio.Event()
+    running = asyncio.create_task(node.run_until_stopped(stop))
+    async def started():
+        return node.started
+
+    await wait_for(started, what="the node to start")
+    assert await admin.exists(zkpaths.broker(7))
+    loop_task = next(t for t in asyncio.all_tasks() if t.get_name() == "controller-loop")
+
+    class Broken(RuntimeError):
+        pass
+
+    async def fails():
+        raise Broken("a component failed")
+
+    node._spawn(fails(), "broken-component")
+    with pytest.raises(Broken):
+        await asyncio.wait_for(running, 30)
+    assert isinstance(node.crashed, Broken)
+    assert loop_task.cancelled()
+    async def deregistered():
+        return not await admin.exists(zkpaths.broker(7))
+
+    await wait_for(deregistered, what="broker 7's registration to go with its session")

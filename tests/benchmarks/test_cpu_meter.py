@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.failover import CpuMeter, cpu_seconds
+from benchmarks.meters import CpuMeter, cpu_seconds
 
 
 def _burn(seconds: float) -> None:

@@ -92,7 +92,8 @@ async def test_aiozk_transactions_are_above_the_new_floor(zk_server):
     product's frames over the product's connection, zk-floor, are far below it at 1,000
     partitions (fastest runs compared: the machine's noise only adds). How the product compares
     with zk-floor is test_failover_smoke's test_no_phase_of_the_product_is_faster_than_its_floor."""
-    from benchmarks.failover import PHASES, CpuMeter
+    from benchmarks.failover import PHASES
+    from benchmarks.meters import CpuMeter
 
     def meter():
         return CpuMeter(lambda: {"controller_process": [], "zookeeper": None, "brokers": []})

@@ -3,7 +3,7 @@
 The journal is write-ahead: an event that is not durable must not be acted on. When node 1's
 journal cannot be written, it resigns (deletes its own `/controller`), another node becomes
 controller, node 1 does not compete while the journal is unusable but keeps serving as a broker,
-no fsynced record is lost (read back with replay/journal_reader.py), and every topic creation
+no fsynced record is lost (read back with adapters/journal/format.py), and every topic creation
 node 1 acted on is in its journal. Once the disk has room again, node 1 competes again.
 
 The disk is a tiny tmpfs when this user may mount one (root); otherwise node 1 runs under a
@@ -30,7 +30,7 @@ from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
 from adapters.zookeeper.session import ZkSession
 from controller_core.values import ReplicaAssignment
-from replay.journal_reader import list_segments, read_journal
+from adapters.journal.format import list_segments, read_journal
 
 SETTINGS = {"zookeeper.session.timeout.ms": "3000", "auto.leader.rebalance.enable": "false",
             "replica.catch.up.delay.ms": "100", "journal.retry.backoff.ms": "500"}

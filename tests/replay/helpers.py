@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adapters.controller.journal import encode_record
-from replay.journal_reader import list_segments
+from adapters.journal.writer import encode_record
+from adapters.journal.format import list_segments
 
 ROOT = Path(__file__).resolve().parents[2]
 

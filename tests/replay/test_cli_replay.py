@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from adapters.cli.kctl import UsageError, _Parser
+from adapters.cli.errors import Parser as _Parser, UsageError
 from adapters.cli.replay import add_replay_command, cmd_replay
 
 

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from adapters.controller.journal import Journal
+from adapters.journal.writer import Journal
 from replay import local
 from replay.generate import generate
-from replay.journal_reader import list_segments, read_journal
+from adapters.journal.format import list_segments, read_journal
 from replay.plan import mixed_clusters
 
 from .helpers import ROOT, read_lines

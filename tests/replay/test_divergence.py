@@ -12,7 +12,7 @@ import pytest
 from controller_core import codec
 from replay import local
 from replay.fold import UnitFold
-from replay.journal_reader import list_segments
+from adapters.journal.format import list_segments
 
 from .helpers import copy_tree, records, rewrite
 

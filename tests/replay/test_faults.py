@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 
-from adapters.controller.journal import encode_record
+from adapters.journal.writer import encode_record
 from replay import history, local, report
-from replay.journal_reader import list_segments
+from adapters.journal.format import list_segments
 
 from .helpers import copy_tree, flip_byte, read_lines, records, rewrite, write_lines
 

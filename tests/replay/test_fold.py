@@ -8,7 +8,7 @@ from controller_core import codec
 from controller_core.state import initial_state
 from replay import digest as fast_digest
 from replay import history, local
-from replay.journal_reader import find_journals, read_journal
+from adapters.journal.format import find_journals, read_journal
 
 
 def violations(result):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.journal_reader import list_segments
+from adapters.journal.format import list_segments
 
 from .helpers import ROOT, copy_tree, flip_byte, generate_subprocess
 

@@ -268,7 +268,7 @@ async def check_kafka_client(view: ClusterView, controller_id: int | None) -> Ch
     """4b. `kafka-client`: a stock client (confluent-kafka's AdminClient.list_topics, through one
     live broker's Kafka listener) sees ZooKeeper's brokers, controller and, per partition, leader,
     replicas and ISR (topics being deleted aside)."""
-    from adapters.kafka import stock
+    from adapters.sim import stock_client as stock
 
     if not stock.available():
         return Check("kafka-client", True, "not run (confluent-kafka is not installed)")

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from adapters.admin import tools as admin
-from adapters.cli import admin as cli_admin
+from adapters.cli import common as cli_common
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control.transport import ControlServer
 from adapters.cli import main
@@ -645,7 +645,7 @@ def test_zookeeper_defaults_to_the_environment(monkeypatch):
 def test_unreachable_zookeeper_exits_1(monkeypatch, capsys):
     import socket
 
-    monkeypatch.setattr(cli_admin, "ZK_CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(cli_common, "ZK_CONNECT_TIMEOUT_S", 1.0)
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from adapters.controller.journal import Journal
+from adapters.journal.writer import Journal
 from adapters.controller.loop import ControllerLoop
 from controller_core import events as E
 from controller_core.state import ControllerConfig

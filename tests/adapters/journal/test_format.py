@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.controller.journal import encode_record
-from replay.journal_reader import (
+from adapters.journal.writer import encode_record
+from adapters.journal.format import (
     InvalidRecord,
     JournalCorruption,
     JournalGap,
@@ -265,10 +265,10 @@ def test_errors_survive_pickling():  # Spark ships exceptions from executors to 
 
 def test_reader_imports_only_the_standard_library():
     code = (
-        "import sys; before = set(sys.modules); import replay.journal_reader; "
-        "extra = {m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names) - {'replay'}; "
+        "import sys; before = set(sys.modules); import adapters.journal.format; "
+        "extra = {m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names) - {'adapters'}; "
         "print(sorted(extra))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2])
+                         cwd=Path(__file__).resolve().parents[3])
     assert out.stdout.strip() == "[]"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.controller.journal import Journal, JournalCorruption, JournalError, JournalWriteError
-from replay.journal_reader import iter_records, list_segments, read_journal, segment_name
+from adapters.journal.writer import Journal, JournalCorruption, JournalError, JournalWriteError
+from adapters.journal.format import iter_records, list_segments, read_journal, segment_name
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAD = "x" * 900  # bodies of about 1 KB, the size of a typical event
 
 
@@ -317,7 +317,7 @@ def test_flipped_byte_in_the_middle_names_file_and_line(tmp_path):
 CHILD_APPENDER = textwrap.dedent(
     """
     import asyncio, sys
-    from adapters.controller.journal import Journal
+    from adapters.journal.writer import Journal
 
     directory, policy = sys.argv[1], sys.argv[2]
     pad = "x" * 900
@@ -447,7 +447,7 @@ async def test_enospc_on_fsync_fails_every_waiter(tmp_path, monkeypatch):
 CHILD_FSIZE = textwrap.dedent(
     """
     import resource, signal, sys
-    from adapters.controller.journal import Journal, JournalWriteError
+    from adapters.journal.writer import Journal, JournalWriteError
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))

@@ -14,7 +14,7 @@ import os
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
 from adapters.sim.cluster import controller, live_brokers, partition_states, wait_for
-from adapters.controller.journal import Journal, JournalWriteError, probe_writable
+from adapters.journal.writer import Journal, JournalWriteError, probe_writable
 from adapters.controller.loop import ControllerLoop
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession
@@ -22,7 +22,7 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.values import BrokerInfo, ReplicaAssignment, TopicPartition
-from replay.journal_reader import list_segments, read_journal
+from adapters.journal.format import list_segments, read_journal
 
 FAST = {"zookeeper.session.timeout.ms": "3000", "auto.leader.rebalance.enable": "false",
         "replica.catch.up.delay.ms": "100"}

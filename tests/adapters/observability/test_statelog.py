@@ -80,7 +80,7 @@ async def test_a_failover_lists_every_partition_and_the_decision_names_the_faile
     assert (tmp_path / f"node-{victim.broker_id}" / statelog.FILE_NAME).read_text() == ""
 
     # "seq N" is the journal record of the BrokersChanged that caused it
-    from replay.journal_reader import read_journal
+    from adapters.journal.format import read_journal
     seq = int(re.search(r"\(seq (\d+)\)", offline[0]).group(1))
     record = next(r for r in read_journal(tmp_path / f"node-{ctrl.broker_id}") if r["seq"] == seq)
     assert record["type"] == "event" and record["body"]["type"] == "BrokersChanged"

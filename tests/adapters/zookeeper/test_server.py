@@ -20,7 +20,7 @@ from adapters.zookeeper.server import (
     zookeeper_classpath,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_classpath_comes_from_the_installed_pyspark():
