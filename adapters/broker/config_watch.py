@@ -19,7 +19,7 @@ from controller_core.values import TopicPartition
 
 from adapters.znodes import dynconfig as D
 from adapters.znodes import codec as zkdata
-from adapters.zookeeper.watch import Serial
+from adapters.zookeeper.watch import ChildrenFollower
 from adapters.zookeeper.session import NoNode, ZkSession
 
 log = logging.getLogger("kctl.config")
@@ -59,33 +59,21 @@ class DynamicConfigs:
         self.on_change = on_change
         self.configs: dict[tuple[str, str], dict[str, str]] = {}
         self._seen: int | None = None  # the last notification handled (-1: none); None before the first look
-        self._names: list[str] = []
-        self._watch = None
-        self._serial: Serial | None = None
+        self._children = ChildrenFollower(zk, D.CONFIG_CHANGES, self._refresh, "config-changes")
         self._replicas_cache: dict[tuple[str, str], tuple[str | None, object]] = {}
 
     async def start(self) -> None:
-        await self.zk.ensure_path(D.CONFIG_CHANGES)
-        self._serial = Serial(self._refresh, "config-changes")
-        self._watch = await self.zk.watch_children(D.CONFIG_CHANGES, self._on_names)
-        await self._serial.first
+        await self._children.start()
+        await self._children.first
 
     def stop(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            self._watch = None
-        if self._serial is not None:
-            self._serial.cancel()
+        self._children.stop()
 
     def get(self, entity_type: str, name: str) -> dict[str, str]:
         return self.configs.get((entity_type, name), {})
 
-    def _on_names(self, names) -> None:
-        self._names = list(names or ())
-        self._serial.poke()
-
     async def _refresh(self) -> None:
-        seqs = sorted((s, n) for n in self._names if (s := _sequence(n)) is not None)
+        seqs = sorted((s, n) for n in self._children.names if (s := _sequence(n)) is not None)
         if self._seen is None:
             # first look: everything there is, then only what is announced after
             await self._load_all()

@@ -18,7 +18,7 @@ from typing import Callable
 from controller_core import events as E
 
 from adapters.controller.watches import delete_consumed
-from adapters.zookeeper.watch import Serial
+from adapters.zookeeper.watch import ChildrenFollower
 from adapters.zookeeper.session import ZkSession
 
 log = logging.getLogger("kctl.log_dirs")
@@ -58,37 +58,26 @@ class LogDirEventWatch:
         self.put_event = put_event
         self.clock = clock
         self.is_active = is_active
-        self.names: list[str] = []
         self.discard = False
-        self._watch = None
-        self._serial: Serial | None = None
+        self._children = ChildrenFollower(zk, LOG_DIR_EVENT_NOTIFICATION, self._refresh, "log-dir-events",
+                                          keep=lambda name: name.startswith(LOG_DIR_EVENT_PREFIX))
 
     async def start(self) -> None:
-        await self.zk.ensure_path(LOG_DIR_EVENT_NOTIFICATION)
-        self._serial = Serial(self._refresh, "log-dir-events")
-        self._watch = await self.zk.watch_children(LOG_DIR_EVENT_NOTIFICATION, self._on_names)
+        await self._children.start()
 
     def stop(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            self._watch = None
-        if self._serial is not None:
-            self._serial.cancel()
+        self._children.stop()
 
     def became_controller(self) -> None:
         """Delete the notifications there now, without acting on them (see the module doc)."""
         self.discard = True
-        self._serial.poke()
-
-    def _on_names(self, names) -> None:
-        self.names = [n for n in names or () if n.startswith(LOG_DIR_EVENT_PREFIX)]
-        self._serial.poke()
+        self._children.poke()
 
     async def _refresh(self) -> None:
         if not self.is_active():
             return
         discard, self.discard = self.discard, False
-        paths = [f"{LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in sorted(self.names)]
+        paths = [f"{LOG_DIR_EVENT_NOTIFICATION}/{n}" for n in sorted(self._children.names)]
         if not paths:
             return
         brokers = []

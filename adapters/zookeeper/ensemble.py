@@ -21,11 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
-import shutil
-import signal
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -34,6 +30,7 @@ from adapters.zookeeper.server import (
     EmbeddedZooKeeperError,
     four_letter_word,
     free_loopback_port,
+    serve_in_foreground,
 )
 
 QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -230,38 +227,15 @@ def serve_ensemble_forever(size: int, port: int = 2181, data_dir: str | os.PathL
     Prints one line, the connect string, once every member serves. Exit code 0 after a
     requested stop, 1 if the ensemble failed to start or every member died by itself (one
     member dying is what an ensemble is for: it is reported on stderr and the rest carry on)."""
-    temp_dir = None
-    if data_dir is None:
-        temp_dir = tempfile.mkdtemp(prefix="kctl-zookeeper-")
-        data_dir = temp_dir
-    ensemble = ZooKeeperEnsemble(data_dir, size=size, client_port=port)
-    stop_requested = threading.Event()
-
-    def request_stop(signum, frame):
-        stop_requested.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     reported: set[int] = set()
-    try:
-        try:
-            ensemble.start()
-        except EmbeddedZooKeeperError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        print(ensemble.connect_string, flush=True)
-        while not stop_requested.wait(0.2):
-            for member in ensemble.members:
-                if not member.is_running() and member.server_id not in reported:
-                    reported.add(member.server_id)
-                    print(f"ZooKeeper server {member.server_id} ({member.connect_string}) exited; "
-                          f"see {member.log_file}", file=sys.stderr, flush=True)
-            if len(reported) == size:
-                print("error: every ZooKeeper server of the ensemble exited", file=sys.stderr)
-                return 1
-        return 0
-    finally:
-        ensemble.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+
+    def all_died(ensemble: ZooKeeperEnsemble) -> str | None:
+        for member in ensemble.members:
+            if not member.is_running() and member.server_id not in reported:
+                reported.add(member.server_id)
+                print(f"ZooKeeper server {member.server_id} ({member.connect_string}) exited; "
+                      f"see {member.log_file}", file=sys.stderr, flush=True)
+        return "every ZooKeeper server of the ensemble exited" if len(reported) == size else None
+
+    return serve_in_foreground(lambda data_dir: ZooKeeperEnsemble(data_dir, size=size, client_port=port),
+                               data_dir, all_died)

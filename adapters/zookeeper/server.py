@@ -387,17 +387,17 @@ class EmbeddedZooKeeper:
         return f"<EmbeddedZooKeeper {self.connect_string} {state} data_dir={self.data_dir}>"
 
 
-def serve_forever(port: int = 2181, data_dir: str | os.PathLike | None = None) -> int:
-    """`kctl zookeeper`: run a server in the foreground until SIGTERM/SIGINT.
-
-    Prints exactly one line, the connect string, once the server answers. Returns the process
-    exit code: 0 after a requested stop, 1 if the server died by itself or failed to start.
-    """
+def serve_in_foreground(make, data_dir: str | os.PathLike | None, failed) -> int:
+    """Run what `make(data_dir)` returns (a server or an ensemble: `start()`, `stop()`,
+    `connect_string`) in the foreground until SIGTERM/SIGINT, printing its connect string once it
+    serves. `failed()` is polled: a message ends the run with exit code 1 (it is printed as
+    `error: ...`); None lets it run on. Without `data_dir` the data go to a temporary directory,
+    removed at the end. Returns the process exit code."""
     temp_dir = None
     if data_dir is None:
         temp_dir = tempfile.mkdtemp(prefix="kctl-zookeeper-")
         data_dir = temp_dir
-    server = EmbeddedZooKeeper(data_dir, port=port)
+    served = make(data_dir)
     stop_requested = threading.Event()
 
     def request_stop(signum, frame):
@@ -406,21 +406,35 @@ def serve_forever(port: int = 2181, data_dir: str | os.PathLike | None = None) -
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         try:
-            server.start()
+            served.start()
         except EmbeddedZooKeeperError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        print(server.connect_string, flush=True)
+        print(served.connect_string, flush=True)
         while not stop_requested.wait(0.2):
-            if not server.is_running():
-                print(f"error: ZooKeeper exited unexpectedly\n{server._log_tails()}", file=sys.stderr)
-                server.stop()
+            problem = failed(served)
+            if problem is not None:
+                print(f"error: {problem}", file=sys.stderr)
                 return 1
-        server.stop()
         return 0
     finally:
-        server.stop()
+        served.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def serve_forever(port: int = 2181, data_dir: str | os.PathLike | None = None) -> int:
+    """`kctl zookeeper`: run a server in the foreground until SIGTERM/SIGINT.
+
+    Prints exactly one line, the connect string, once the server answers. Returns the process
+    exit code: 0 after a requested stop, 1 if the server died by itself or failed to start.
+    """
+
+    def died(server: EmbeddedZooKeeper) -> str | None:
+        if server.is_running():
+            return None
+        return f"ZooKeeper exited unexpectedly\n{server._log_tails()}"
+
+    return serve_in_foreground(lambda data_dir: EmbeddedZooKeeper(data_dir, port=port), data_dir, died)

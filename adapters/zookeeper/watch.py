@@ -190,3 +190,46 @@ class Serial:
             self.task.cancel()
         if not self.first.done():
             self.first.cancel()  # a failover still waiting for it stops (CancelledError)
+
+
+class ChildrenFollower:
+    """A znode's children, followed: `start()` creates the parent if needed and watches it; each
+    change sets `names` (the children `keep` accepts, in ZooKeeper's order) and runs
+    `refresh()` through a `Serial`, so changes arriving during a refresh coalesce into one more.
+    `poke()` runs it again without a change; `first` resolves after the first complete run.
+    The notification queues Kafka reads this way (/config/changes, /log_dir_event_notification)
+    keep their own decoding in `refresh`."""
+
+    def __init__(self, zk, path: str, refresh: Callable, name: str,
+                 keep: Callable[[str], bool] = lambda name: True):
+        self.zk = zk
+        self.path = path
+        self.keep = keep
+        self.names: list[str] = []
+        self._refresh = refresh
+        self._name = name
+        self._watch = None
+        self._serial: Serial | None = None
+
+    async def start(self) -> None:
+        await self.zk.ensure_path(self.path)
+        self._serial = Serial(self._refresh, self._name)
+        self._watch = await self.zk.watch_children(self.path, self._on_names)
+
+    @property
+    def first(self) -> asyncio.Future:
+        return self._serial.first
+
+    def poke(self) -> None:
+        self._serial.poke()
+
+    def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
+        if self._serial is not None:
+            self._serial.cancel()
+
+    def _on_names(self, names) -> None:
+        self.names = [n for n in names or () if self.keep(n)]
+        self._serial.poke()

@@ -27,6 +27,7 @@ from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
+from tests.sockets import exchange
 
 CREDENTIALS = "kafka:cluster-secret"
 SECRET = b"the cluster's control secret"
@@ -148,21 +149,6 @@ def snapshot(node: ClusterNode) -> tuple:
     return b.replicas(), b.metadata(), b.controller_epoch, dict(b._leader_epochs), b.metrics()["requests"]
 
 
-async def send_raw(port: int, data: bytes) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(data)
-        await writer.drain()
-        received = b""
-        while True:
-            chunk = await asyncio.wait_for(reader.read(65536), 5)
-            if not chunk:
-                return received
-            received += chunk
-    finally:
-        writer.close()
-
-
 async def test_a_forged_leader_and_isr_is_refused_and_changes_nothing(secured, caplog):
     caplog.set_level(logging.WARNING)
     admin, ctrl, (target, other) = secured
@@ -185,8 +171,8 @@ async def test_a_forged_leader_and_isr_is_refused_and_changes_nothing(secured, c
     }
     for name, data in attempts.items():
         mark = len(caplog.records)
-        answer = await send_raw(target.port, data)
-        assert answer == b"", (name, answer)  # closed without an answer
+        answer = await exchange(target.port, data, wait=5)
+        assert answer == b"<closed>", (name, answer)  # closed without an answer
         assert snapshot(target) == before, name  # the broker never saw it
         refused = [r.getMessage() for r in caplog.records[mark:] if "closing connection" in r.getMessage()]
         assert len(refused) == 1 and ("missing-mac" in refused[0] or "bad-mac" in refused[0]), refused

@@ -491,9 +491,9 @@ async def test_unclean_election_only_when_the_topic_config_allows_it(make_cluste
         assert rc == 0, err
         await until(lambda: settled(admin, topic), f"{topic}-0 online")
     await cluster.fail(a)  # a leaves the ISRs ...
-    await until(lambda: _isr_is(admin, ("u", "v"), [b]), "ISRs shrink to b")
+    await until(lambda: isr_is(admin, ("u", "v"), [b]), "ISRs shrink to b")
     await cluster.fail(b)  # ... then the last ISR member dies: offline
-    await until(lambda: _offline(admin, ("u", "v")), "u-0 and v-0 offline")
+    await until(lambda: all_offline(admin, ("u", "v")), "u-0 and v-0 offline")
     await cluster.start(a)  # a is live but not in the ISR
     await until(lambda: registered(admin, (holder, a)), "a back")
     await asyncio.sleep(1.5)
@@ -510,7 +510,7 @@ async def test_unclean_election_only_when_the_topic_config_allows_it(make_cluste
     # the topic's config allows unclean election: the controller elects a at once
     rc, out, err = await kctl("topics", "--alter", "--topic", "u", "--config", "unclean.leader.election.enable=true")
     assert (rc, out) == (0, "Updated config for topic u.\n"), err
-    li = await until(lambda: _leader(admin, "u", a), "unclean election of u-0")
+    li = await until(lambda: leader_is(admin, "u", a), "unclean election of u-0")
     assert (li.leader, list(li.isr), li.leader_epoch) == (a, [a], 3)
     await asyncio.sleep(1.0)
     li = (await states_of(admin, "v"))[0]
@@ -523,7 +523,7 @@ async def test_unclean_election_only_when_the_topic_config_allows_it(make_cluste
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["u", "v"]), "metadata after unclean elections")
 
 
-async def _isr_is(admin, topics, isr):
+async def isr_is(admin, topics, isr):
     for t in topics:
         li = (await states_of(admin, t)).get(0)
         if li is None or list(li.isr) != isr:
@@ -531,7 +531,7 @@ async def _isr_is(admin, topics, isr):
     return True
 
 
-async def _offline(admin, topics):
+async def all_offline(admin, topics):
     for t in topics:
         li = (await states_of(admin, t)).get(0)
         if li is None or li.leader != -1:
@@ -539,7 +539,7 @@ async def _offline(admin, topics):
     return True
 
 
-async def _leader(admin, topic, broker):
+async def leader_is(admin, topic, broker):
     li = (await states_of(admin, topic)).get(0)
     return li if li is not None and li.leader == broker else None
 

@@ -10,6 +10,9 @@ import time
 from adapters.znodes import dynconfig, paths as zkpaths
 from adapters.sim.cluster import live_brokers
 from tests.integration.test_e2e import (  # noqa: F401 - fixtures
+    isr_is,
+    leader_is,
+    all_offline,
     a_controller,
     kctl,
     make_cluster,
@@ -190,9 +193,9 @@ async def test_unclean_election_follows_the_dynamic_cluster_default(make_cluster
                             "--add-config", "unclean.leader.election.enable=false")
     assert rc == 0, err
     await cluster.kill(a)  # a leaves the ISRs ...
-    await until(lambda: _isr_is(admin, ("u", "v"), [b]), "ISRs shrink to b")
+    await until(lambda: isr_is(admin, ("u", "v"), [b]), "ISRs shrink to b")
     await cluster.kill(b)  # ... then the last ISR member dies: offline
-    await until(lambda: _offline(admin, ("u", "v")), "u-0 and v-0 offline")
+    await until(lambda: all_offline(admin, ("u", "v")), "u-0 and v-0 offline")
     cluster.procs.start_node(a)  # a is live again but not in the ISR
     await until(lambda: registered(admin, (holder, a)), "a back", timeout=30)
     await asyncio.sleep(1.5)
@@ -201,7 +204,7 @@ async def test_unclean_election_follows_the_dynamic_cluster_default(make_cluster
     rc, _, err = await kctl("configs", "--entity-type", "brokers", "--entity-default", "--alter",
                             "--add-config", "unclean.leader.election.enable=true")
     assert rc == 0, err
-    li = await until(lambda: _leader(admin, "u", a), "unclean election of u-0 without a restart")
+    li = await until(lambda: leader_is(admin, "u", a), "unclean election of u-0 without a restart")
     assert (li.leader, list(li.isr), li.leader_epoch) == (a, [a], 3)
     await asyncio.sleep(1.0)
     assert (await states_of(admin, "v"))[0].leader == -1  # the topic override says false
@@ -210,30 +213,9 @@ async def test_unclean_election_follows_the_dynamic_cluster_default(make_cluster
     rc, _, err = await kctl("configs", "--entity-type", "topics", "--entity-name", "v", "--alter",
                             "--delete-config", "unclean.leader.election.enable")
     assert rc == 0, err
-    li = await until(lambda: _leader(admin, "v", a), "unclean election of v-0 once its override is gone")
+    li = await until(lambda: leader_is(admin, "v", a), "unclean election of v-0 once its override is gone")
     assert (li.leader, list(li.isr)) == (a, [a])
     assert sorted(await live_brokers(admin)) == sorted((holder, a))
-
-
-async def _isr_is(admin, topics, isr):
-    for t in topics:
-        li = (await states_of(admin, t)).get(0)
-        if li is None or list(li.isr) != isr:
-            return False
-    return True
-
-
-async def _offline(admin, topics):
-    for t in topics:
-        li = (await states_of(admin, t)).get(0)
-        if li is None or li.leader != -1:
-            return False
-    return True
-
-
-async def _leader(admin, topic, broker):
-    li = (await states_of(admin, topic)).get(0)
-    return li if li is not None and li.leader == broker else None
 
 
 async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_cluster, admin, kctl):
@@ -251,7 +233,7 @@ async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_clus
     assert out == "\tTopic: m\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2\n"
 
     await cluster.kill(2)
-    await until(lambda: _isr_is(admin, ("m", "n"), [1]), "ISRs shrink to 1")
+    await until(lambda: isr_is(admin, ("m", "n"), [1]), "ISRs shrink to 1")
     rc, out, _ = await kctl("topics", "--describe", "--under-min-isr-partitions")
     assert out == "\tTopic: m\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\n"
     rc, out, _ = await kctl("topics", "--describe", "--at-min-isr-partitions")

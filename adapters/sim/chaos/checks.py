@@ -197,17 +197,23 @@ def check_deletions(view: ClusterView, requested) -> Check:
 # -- 4. metadata ---------------------------------------------------------------------------------------
 
 
-def expected_metadata(view: ClusterView) -> dict[str, dict]:
-    out = {}
+def _led_partitions(view: ClusterView):
+    """(partition, assignment, leader-and-ISR) of every partition that has a state, topics
+    marked for deletion left out: what every broker's metadata must show."""
     for topic, assignment in view.assignments.items():
         if topic in view.marked:
             continue
         for p, ra in assignment.items():
-            li = view.states.get(TopicPartition(topic, p))
+            tp = TopicPartition(topic, p)
+            li = view.states.get(tp)
             if li is not None:
-                out[f"{topic}-{p}"] = {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
-                                       "replicas": list(ra.replicas)}
-    return out
+                yield tp, ra, li
+
+
+def expected_metadata(view: ClusterView) -> dict[str, dict]:
+    return {f"{tp.topic}-{tp.partition}": {"leader": li.leader, "leader_epoch": li.leader_epoch, "isr": list(li.isr),
+                                           "replicas": list(ra.replicas)}
+            for tp, ra, li in _led_partitions(view)}
 
 
 async def ask_metadata(host: str, port: int, timeout: float = 15.0) -> dict:
@@ -280,14 +286,7 @@ async def check_kafka_client(view: ClusterView, controller_id: int | None) -> Ch
     except Exception as exc:  # librdkafka's KafkaException: no answer in time
         return Check("kafka-client", False, f"broker {b}: no metadata for a stock client", 1, (str(exc),))
     seen["partitions"] = {tp: v for tp, v in seen["partitions"].items() if tp.topic not in view.marked}
-    expected = {}
-    for topic, assignment in view.assignments.items():
-        if topic in view.marked:
-            continue
-        for p, ra in assignment.items():
-            li = view.states.get(TopicPartition(topic, p))
-            if li is not None:
-                expected[TopicPartition(topic, p)] = (li.leader, list(ra.replicas), list(li.isr))
+    expected = {tp: (li.leader, list(ra.replicas), list(li.isr)) for tp, ra, li in _led_partitions(view)}
     brokers = {i: f"{x.host}:{x.port}" for i, x in view.brokers.items()}
     problems = stock.differences(seen, controller_id, brokers, expected)
     return check_from("kafka-client", problems, f"a stock client at broker {b} sees ZooKeeper's metadata "

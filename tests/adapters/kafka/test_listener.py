@@ -10,6 +10,7 @@ import logging
 import struct
 
 import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ from adapters.kafka import protocol as K
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession
 from controller_core.values import ReplicaAssignment
+from tests.sockets import exchange
 
 FAST = {"zookeeper.session.timeout.ms": "4000", "auto.leader.rebalance.enable": "false",
         "replica.catch.up.delay.ms": "100"}
@@ -44,26 +46,6 @@ async def node(zk_connect, tmp_path):
 
 async def _now(value):
     return value
-
-
-async def exchange(port: int, data: bytes, *, wait: float = 3.0) -> bytes:
-    """Send bytes on a fresh connection and half-close it; everything received until the server
-    closed (marked b"<closed>") or `wait` seconds of silence."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    try:
-        writer.write(data)
-        await writer.drain()
-        received = b""
-        while True:
-            try:
-                chunk = await asyncio.wait_for(reader.read(65536), wait)
-            except asyncio.TimeoutError:
-                return received
-            if not chunk:
-                return received + b"<closed>"
-            received += chunk
-    finally:
-        writer.close()
 
 
 async def ask(port: int, frame: bytes) -> bytes:
