@@ -1,0 +1,45 @@
+"""Topic deletion (TopicDeletionRequested): every replica stopped and deleted, then the topic;
+waiting for a down broker; unknown topics."""
+from controller_core import commands as C
+from controller_core import events as E
+from controller_core.machines import ReplicaState as RS
+from controller_core.step import step
+
+from .builders import AT, elected, of_type, run, tp
+from .flows import brokers_changed, stop_replica_done
+
+
+def test_topic_deletion_stops_and_deletes_every_replica_then_removes_the_topic():
+    given = elected(topics={"t": [[1, 2]], "keep": [[1]]})[0]
+    state, commands = run(given, E.TopicDeletionsRequested(at=AT, topics=frozenset({"t"})))
+    assert {c.broker_id for c in of_type(commands, C.SendStopReplica) if c.delete} == {1, 2}
+    um = of_type(commands, C.SendUpdateMetadata)[0]
+    assert any(p.tp == tp("t", 0) and p.leader == -2 for p in um.partitions)
+    for event in stop_replica_done(commands):
+        state, more = run(state, event)
+    assert "t" not in state.topics and tp("t", 0) not in state.partitions
+    assert C.DeleteTopic(topic="t") in more
+    assert "keep" in state.topics
+
+
+def test_topic_deletion_waits_for_a_down_broker_and_resumes_when_it_returns():
+    given = elected(topics={"t": [[1, 2]]})[0]
+    state, _ = run(given, brokers_changed(1, 3))
+    state, commands = run(state, E.TopicDeletionsRequested(at=AT, topics=frozenset({"t"})))
+    assert state.partitions[tp("t", 0)].replica_state(2) is RS.DELETION_INELIGIBLE
+    assert "t" in state.topics_ineligible_for_deletion
+    for event in stop_replica_done(commands):
+        state, _ = run(state, event)
+    assert "t" in state.topics  # not done: replica 2 is still there
+    state, commands = run(state, brokers_changed(1, 2, 3, epochs={2: 700}))
+    assert any(c.broker_id == 2 and c.delete for c in of_type(commands, C.SendStopReplica))
+    for event in stop_replica_done(commands):
+        state, more = run(state, event)
+    assert "t" not in state.topics
+
+
+def test_deleting_an_unknown_topic_removes_the_request():
+    given = elected(topics={"t": [[1]]})[0]
+    state, commands = step(given, E.TopicDeletionsRequested(at=AT, topics=frozenset({"nope"})))
+    assert C.DeleteTopicDeletionRequests(topics=("nope",)) in commands
+    assert state.topics == given.topics
