@@ -1,4 +1,4 @@
-"""Brokers joining, failing and bouncing (seed 000 section 3; Kafka's BrokerChange,
+"""Brokers joining, failing and bouncing (Kafka's BrokerChange,
 onBrokerStartup, onBrokerFailure, onReplicasBecomeOffline), on a Draft."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Partition reassignment (seed 000 section 2; Kafka 2.4's onPartitionReassignment), on a Draft.
+"""Partition reassignment (Kafka 2.4's onPartitionReassignment), on a Draft.
 
 With OAR the original replicas and RAR (TRS) the target:
 

@@ -1,4 +1,4 @@
-"""Controlled shutdown (seed 000 section 3.4; Kafka's doControlledShutdown), on a Draft.
+"""Controlled shutdown (Kafka's doControlledShutdown), on a Draft.
 
 The broker is marked shutting down; partitions it leads get a new leader chosen among the other
 in-sync replicas (it leaves their ISR), partitions it follows are stopped on it and it leaves

@@ -439,10 +439,9 @@ class ControllerLoop:
 
         Why not also `gc.freeze()` the survivors at the end of each burst, so that later full
         collections skip them: a cycle frozen while alive is never collected once it dies. The
-        simulated replica manager links each replica and its followers both ways, and in 12
-        benchmark failovers of 3,000 partitions (which discard a crashed in-process node each
-        time) the process leaked 33,000 objects (5 MB) a failover that way; without the freeze
-        it stays flat. Only a state that doubled is frozen (`_freeze_grown_state`),
+        simulated replica manager links each replica and its followers both ways, so benchmark
+        failovers that discard a crashed in-process node each time leaked that node's objects
+        on every failover; without the freeze the process stays flat. Only a state that doubled is frozen (`_freeze_grown_state`),
         a bounded number of times."""
         if not self._gc_worker_running:
             return
@@ -466,9 +465,9 @@ class ControllerLoop:
         # the burst allocated is still in the youngest generation then, and collecting it takes
         # tens of ms that would delay the event's requests (a controller failover's UpdateMetadata).
         # Unfrozen and fully collected first: a cycle frozen while alive is never collected once
-        # it dies, and without this every freeze kept the dead of the previous one for good
-        # (84,000 objects, 11.5 MB a controller failover in a 10-failover run of the benchmark,
-        # where each failover loads the cluster into a new node's loop). The full collection
+        # it dies, and without this every freeze kept the dead of the previous one for good (a
+        # benchmark that loads the cluster into a new node's loop on each failover grew by a
+        # whole load per failover). The full collection
         # runs once per doubling of the state, with the controller quiet; after a load, the
         # collector would have run one soon anyway.
         size = len(state.partitions)

@@ -1,4 +1,4 @@
-"""Kafka's wire protocol at each broker, for stock Kafka clients (issue 20).
+"""Kafka's wire protocol at each broker, so that stock Kafka clients see and manage the cluster.
 
 `codec` encodes and decodes any version of a message from Kafka 2.4.1's JSON specs (`specs/`);
 `protocol` frames requests and responses and lists the served apis; `metadata` answers Metadata

@@ -1,5 +1,5 @@
 """Partition placement: Kafka 2.4's published examples, its distribution checks, the errors, the
-broker-order bug of seed 003 (which must not exist here) and properties over random clusters."""
+broker-order bug of the seeds' placement design (the broker list order must not matter) and properties over random clusters."""
 from __future__ import annotations
 
 import ast
@@ -315,7 +315,7 @@ def test_module_is_pure():
     assert imported <= {"__future__", "collections"}
 
 
-# --- seed 003: the broker list order must not matter -----------------------------------------
+# --- the broker list order must not matter -----------------------------------------
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -1,4 +1,4 @@
-"""End-to-end: what an operator reaches for (issue 19), against the session's real ZooKeeper and
+"""End-to-end: what an operator reaches for, against the session's real ZooKeeper and
 real `kctl node` processes: throttled reassignments and dynamic configuration.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`kctl chaos`: the seeded chaos soak (issue 7).
+"""`kctl chaos`: the seeded chaos soak, under random faults and admin work.
 
 A cluster of real `kctl node` processes on a real ZooKeeper, each node connected to ZooKeeper
 through a proxy of its own (adapters/sim/tcpproxy.py), while faults are injected at random and admin

@@ -1,4 +1,4 @@
-"""Metrics added for issue 19, scraped from live nodes on the session's ZooKeeper: the per-broker
+"""Operator metrics scraped from live nodes on the session's ZooKeeper: the per-broker
 RequestRateAndQueueTimeMs and the LogDirChange / UncleanLeaderElectionEnable timers."""
 from __future__ import annotations
 
