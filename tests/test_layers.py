@@ -16,6 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("controller_core", "adapters", "replay", "benchmarks")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("adapters.zk", "adapters.replica_manager"),  # old import paths, kept for one release
     ("adapters.cli",),                       # kctl: one module per command group
     ("benchmarks",),                         # kctl bench and the micro-benchmarks
     ("adapters.sim",),                       # local clusters, the TCP proxy, the chaos soak

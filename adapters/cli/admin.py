@@ -2,7 +2,7 @@
 
 The flags are those of Kafka 2.4's kafka-topics.sh --zookeeper, kafka-reassign-partitions.sh
 --zookeeper and kafka-leader-election.sh, and so are the outputs, so runbooks translate word for
-word. The logic is in `adapters.admin.tools`; this module parses, checks flag combinations, runs one
+word. The logic is in `adapters.admin`; this module parses, checks flag combinations, runs one
 ZooKeeper session and prints.
 
 Exit codes: 0 success; 2 bad input or a refused request, with one `error: ...` line on stderr
@@ -23,7 +23,7 @@ import os
 
 from controller_core.values import TopicPartition
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.cli.common import run_with_zookeeper, zk_auth_flag, zookeeper_flag
 from adapters.cli.errors import bad
 from adapters.znodes import codec as zkdata

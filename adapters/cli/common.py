@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Awaitable, Callable
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.cli.errors import UsageError, bad, one_line
 from adapters.observability.logformat import configure
 from adapters.znodes import dynconfig

@@ -13,7 +13,7 @@ and `Completed Updating config for entity: topic 't'.`
 """
 from __future__ import annotations
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.cli.common import run_with_zookeeper, zk_auth_flag, zookeeper_flag
 from adapters.cli.errors import bad
 from adapters.znodes import dynconfig as D

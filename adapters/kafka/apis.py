@@ -8,7 +8,7 @@ Who answers what, as in Kafka 2.4:
 - CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders: only the active controller; any
   other broker answers NOT_CONTROLLER for each topic or partition (clients send them to the
   controller id of their Metadata and retry). They write the znodes Kafka's admin path writes
-  (`adapters.admin.tools`), or, for ElectLeaders, pass the election to the controller's loop, then
+  (`adapters.admin`), or, for ElectLeaders, pass the election to the controller's loop, then
   wait, up to the request's timeout, until this broker's metadata cache shows the outcome
   (Kafka's DelayedCreatePartitions / DelayedDeleteTopics / DelayedElectLeader), else
   REQUEST_TIMED_OUT.
@@ -26,7 +26,7 @@ import attrs
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
 from controller_core.values import TopicPartition
 
-from adapters.admin import tools as A
+from adapters import admin as A
 from adapters.control import requests as Q
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control.framing import Frame

@@ -19,7 +19,7 @@ import attrs
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 
 from adapters.kafka import protocol as K
-from adapters.admin.tools import _legal as legal
+from adapters.admin.checks import legal_topic_name as legal
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

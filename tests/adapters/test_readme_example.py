@@ -38,3 +38,14 @@ async def test_the_readme_example_runs_as_written_and_cleans_up(zk_connect, tmp_
         assert await zk.get_children(zkpaths.BROKERS_IDS) == []  # the node closed its session
         assert await zk.exists(zkpaths.CONTROLLER) is None
         assert await zk.exists(zkpaths.topic("orders")) is not None
+
+
+def test_the_embedding_examples_old_import_paths_still_work_for_one_release():
+    # README's example imported these before the layout moved them; the old paths are
+    # aliases of the new ones until the next release.
+    from adapters.broker.replica_manager import ReplicaManagerBase
+    from adapters.replica_manager import ReplicaManagerBase as old_base
+    from adapters.zk import ZkSession as old_session
+    from adapters.zookeeper.session import ZkSession
+
+    assert old_base is ReplicaManagerBase and old_session is ZkSession

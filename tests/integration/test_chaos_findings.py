@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.sim.cluster import LocalCluster, live_brokers, wait_for
 from adapters.zookeeper.session import ZkSession

@@ -33,7 +33,7 @@ import attrs
 
 from controller_core.values import TopicPartition
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control import requests as Q
 from adapters.control.transport import ControlChannelError, ControlClient

@@ -31,7 +31,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.sim.cluster import controller, live_brokers, wait_for
 from adapters.zookeeper.session import ZkError, ZkSession
 from adapters.sim.chaos import checks as K

@@ -1,6 +1,6 @@
 """The admin workload: what an operator does to the cluster while the faults happen.
 
-Every operation goes through `adapters/admin/tools.py`, the code behind `kctl topics`,
+Every operation goes through `adapters/admin/`, the code behind `kctl topics`,
 `kctl reassign-partitions` and `kctl leader-election`, on the harness's own ZooKeeper session;
 a controlled shutdown is a SIGTERM to the node process (what an init system sends), then a
 restart. Each operation ends in one of three outcomes:
@@ -34,7 +34,7 @@ from typing import Callable, NamedTuple
 
 from controller_core.values import TopicPartition
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import NoNode, ZkError, ZkSession
 from adapters.sim.chaos.faults import SETTLE_AFTER, Claims

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from adapters.admin import tools as admin
+from adapters import admin
 from adapters.cli import common as cli_common
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control.transport import ControlServer
