@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states
 from adapters.sim import stock_client as stock
 from adapters.zookeeper.session import NoNode, ZkSession
 from adapters.zookeeper.server import EmbeddedZooKeeper
@@ -58,7 +58,7 @@ async def _view(connect: str) -> dict:
     zk = await ZkSession.connect(connect)
     try:
         holder, epoch = await controller(zk)
-        return {"controller": holder, "epoch": epoch, "brokers": await live_brokers(zk),
+        return {"controller": holder, "epoch": epoch, "brokers": await live_broker_ids(zk),
                 "partitions": await partition_states(zk), "replicas": await _replicas(zk)}
     finally:
         await zk.close()

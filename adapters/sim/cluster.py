@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from adapters.admin.cluster_state import read_children, read_states, read_topic_names
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import NoNode, ZkSession
 from adapters.zookeeper.server import die_with_parent
@@ -140,7 +141,8 @@ async def controller(zk: ZkSession) -> tuple[int | None, int]:
     return holder, epoch
 
 
-async def live_brokers(zk: ZkSession) -> list[int]:
+async def live_broker_ids(zk: ZkSession) -> list[int]:
+    """The registered broker ids, sorted (`adapters.admin.live_brokers` reads their registrations too)."""
     try:
         return sorted(int(b) for b in await zk.get_children(zkpaths.BROKERS_IDS))
     except NoNode:
@@ -148,25 +150,13 @@ async def live_brokers(zk: ZkSession) -> list[int]:
 
 
 async def partition_states(zk: ZkSession, topic: str | None = None) -> dict:
-    """{(topic, partition): LeaderIsr} for every state znode (of one topic)."""
-
-    try:
-        topics = [topic] if topic else await zk.get_children(zkpaths.TOPICS)
-    except NoNode:
-        return {}
-    out = {}
+    """{(topic, partition): LeaderIsr} for every state znode (of one topic), read as the admin
+    tools read them (`adapters.admin.read_states`)."""
+    topics = [topic] if topic else await read_topic_names(zk)
+    tps = []
     for t in topics:
-        try:
-            parts = await zk.get_children(zkpaths.partitions(t))
-        except NoNode:
-            continue
-        paths = {TopicPartition(t, int(p)): zkpaths.partition_state(t, int(p)) for p in parts}
-        values = await zk.get_many(paths.values())
-        for tp, path in paths.items():
-            value = values.get(path)
-            if value is not None:
-                out[tp] = zkdata.decode_partition_state(value[0], value[1].version)
-    return out
+        tps += [TopicPartition(t, int(p)) for p in await read_children(zk, zkpaths.partitions(t)) if p.isdigit()]
+    return await read_states(zk, tps)
 
 
 async def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):

@@ -10,7 +10,7 @@ import pytest
 
 from adapters import admin
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import LocalCluster, live_brokers, wait_for
+from adapters.sim.cluster import LocalCluster, live_broker_ids, wait_for
 from adapters.zookeeper.session import ZkSession
 from controller_core.values import TopicPartition
 
@@ -36,7 +36,7 @@ async def test_a_reassignment_written_as_soon_as_the_previous_one_finished_is_ca
             cluster.start_node(b)
 
         async def registered():
-            return len(await live_brokers(admin_zk)) == 4
+            return len(await live_broker_ids(admin_zk)) == 4
 
         await wait_for(registered, timeout=60, what="4 brokers")
         await admin.create_topic(admin_zk, "a", partitions=24, replication_factor=2, seed=1)

@@ -18,7 +18,7 @@ import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from adapters.node import ClusterNode, NodeConfig
 from controller_core.assignment import expand_partitions
 from controller_core.values import LeaderIsr, TopicPartition
@@ -126,7 +126,7 @@ async def a_controller(admin):
 
 
 async def registered(admin, ids) -> bool:
-    return set(await live_brokers(admin)) == set(ids)
+    return set(await live_broker_ids(admin)) == set(ids)
 
 
 async def settled(admin, topic, n_partitions=None):
@@ -135,7 +135,7 @@ async def settled(admin, topic, n_partitions=None):
     if n_partitions is not None and len(assignment) != n_partitions:
         return None
     states = await states_of(admin, topic)
-    live = set(await live_brokers(admin))
+    live = set(await live_broker_ids(admin))
     for p, replicas in assignment.items():
         li = states.get(p)
         if li is None or li.leader not in live or set(li.isr) != set(replicas):
@@ -159,7 +159,7 @@ async def metadata_matches(admin, nodes, topics):
     """Every in-process broker's metadata cache holds exactly the znodes' view of `topics` and
     the registered brokers."""
     expected = await expected_metadata(admin, topics)
-    live = await live_brokers(admin)
+    live = await live_broker_ids(admin)
     for node in nodes:
         md = node.broker.metadata()
         got = {k: v for k, v in md["partitions"].items() if k.rsplit("-", 1)[0] in topics}
@@ -253,7 +253,7 @@ async def test_broker_failure_and_return_then_preferred_elections(make_cluster, 
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["t", "solo"]), "metadata after the failure")
     rc, out, _ = await kctl("cluster", "--json")
     summary = json.loads(out)
-    assert summary["live_brokers"] == [1, 2, 3] and summary["offline_partitions"] == 1
+    assert summary["live_broker_ids"] == [1, 2, 3] and summary["offline_partitions"] == 1
     assert summary["under_replicated_partitions"] == len(on4)  # solo-0's ISR is still its one replica
 
     # topic creation with a replica on the down broker: the live replicas lead
@@ -580,7 +580,7 @@ async def test_controlled_shutdown_of_each_broker_in_turn(make_cluster, admin, k
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["t"]), "metadata at the end")
     rc, out, _ = await kctl("cluster", "--json")
     summary = json.loads(out)
-    assert summary["live_brokers"] == [1, 2, 3, 4] and summary["offline_partitions"] == 0
+    assert summary["live_broker_ids"] == [1, 2, 3, 4] and summary["offline_partitions"] == 0
 
 
 async def _out_of_isrs(admin, broker):

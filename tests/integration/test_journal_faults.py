@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from adapters.zookeeper.session import ZkSession
 from controller_core.values import ReplicaAssignment
 from adapters.journal.format import list_segments, read_journal
@@ -214,7 +214,7 @@ async def test_a_controller_whose_journal_disk_fills_resigns_and_another_takes_o
         # the broker side of node 1 keeps serving: the new controller makes it a leader
         await create(admin, "late", [[1, 2, 3]])
         states = await wait_for(lambda: _led(admin, "late"), what="late created by the new controller")
-        assert [li.leader for li in states.values()] == [1] and 1 in await live_brokers(admin)
+        assert [li.leader for li in states.values()] == [1] and 1 in await live_broker_ids(admin)
 
         # node 1 does not compete while its journal is unusable, even alone
         others.stop_all()
@@ -246,11 +246,11 @@ async def create(admin, topic, assignment) -> None:
 
 
 async def _brokers(admin, wanted):
-    return set(wanted) <= set(await live_brokers(admin))
+    return set(wanted) <= set(await live_broker_ids(admin))
 
 
 async def _brokers_exactly(admin, wanted):
-    return set(await live_brokers(admin)) == set(wanted)
+    return set(await live_broker_ids(admin)) == set(wanted)
 
 
 async def _no_controller(admin):

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 ck = pytest.importorskip("confluent_kafka")
@@ -41,7 +41,7 @@ async def _knows_cluster(port, ids):
 
 
 async def _registered(admin, ids):
-    return set(ids) <= set(await live_brokers(admin))
+    return set(ids) <= set(await live_broker_ids(admin))
 
 
 async def _has_controller(admin):
@@ -50,7 +50,7 @@ async def _has_controller(admin):
 
 async def ports(admin) -> dict[int, int]:
     out = {}
-    for b in await live_brokers(admin):
+    for b in await live_broker_ids(admin):
         data, stat = await admin.get(zkpaths.broker(b))
         out[b] = zkdata.decode_broker(b, data, stat.czxid).port
     return out

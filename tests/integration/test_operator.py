@@ -8,7 +8,7 @@ import json
 import time
 
 from adapters.znodes import dynconfig, paths as zkpaths
-from adapters.sim.cluster import live_brokers
+from adapters.sim.cluster import live_broker_ids
 from tests.integration.test_e2e import (  # noqa: F401 - fixtures
     isr_is,
     leader_is,
@@ -215,7 +215,7 @@ async def test_unclean_election_follows_the_dynamic_cluster_default(make_cluster
     assert rc == 0, err
     li = await until(lambda: leader_is(admin, "v", a), "unclean election of v-0 once its override is gone")
     assert (li.leader, list(li.isr)) == (a, [a])
-    assert sorted(await live_brokers(admin)) == sorted((holder, a))
+    assert sorted(await live_broker_ids(admin)) == sorted((holder, a))
 
 
 async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_cluster, admin, kctl):
@@ -344,7 +344,7 @@ async def test_a_failed_log_dir_takes_its_replicas_offline_and_the_broker_keeps_
     await asyncio.sleep(2.0)  # the failed replicas stay out (their leaders do not let them back in)
     states = await states_of(admin, "p")
     assert all(1 not in states[p].isr for p in lost) and all(1 in states[p].isr for p in set(range(4)) - lost)
-    assert 1 in await live_brokers(admin)  # still registered
+    assert 1 in await live_broker_ids(admin)  # still registered
     assert await admin.get_children("/log_dir_event_notification") == []  # read and deleted by the controller
     assert cluster.procs.nodes[1].running()
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import controller, live_broker_ids, partition_states, wait_for
 from controller_core.values import ReplicaAssignment
 
 SESSION_MS = 2000
@@ -22,7 +22,7 @@ async def started(local, admin, ids):
 
 
 async def _brokers(admin, ids):
-    return set(ids) <= set(await live_brokers(admin))
+    return set(ids) <= set(await live_broker_ids(admin))
 
 
 async def _controller(admin):

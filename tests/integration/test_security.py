@@ -16,7 +16,7 @@ import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from adapters.zookeeper.session import NoAuth, ZkSession, parse_connect_string
 from controller_core.values import ReplicaAssignment, TopicPartition
 
@@ -135,7 +135,7 @@ async def test_with_zookeeper_set_acl_only_the_cluster_can_write_and_it_works(cl
 
 
 async def _brokers(zk, wanted):
-    return set(wanted) <= set(await live_brokers(zk))
+    return set(wanted) <= set(await live_broker_ids(zk))
 
 
 async def _controller(zk):

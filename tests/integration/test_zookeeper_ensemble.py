@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.sim.chaos.checks import cluster_checks, replay_local
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from adapters.zookeeper.session import ZkSession
 from adapters.zookeeper.server import free_loopback_port
 from controller_core.values import ReplicaAssignment
@@ -92,7 +92,7 @@ class EnsembleCluster:
             await self.admin.close()
 
     async def _registered(self, ids) -> bool:
-        return set(ids) <= set(await live_brokers(self.admin))
+        return set(ids) <= set(await live_broker_ids(self.admin))
 
     async def _controller(self):
         holder, epoch = await controller(self.admin)

@@ -34,6 +34,7 @@ import attrs
 from controller_core.values import TopicPartition
 
 from adapters import admin
+from adapters.admin.cluster_state import read_assignments, read_children, read_states, read_topic_names
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control import requests as Q
 from adapters.control.transport import ControlChannelError, ControlClient
@@ -75,13 +76,6 @@ class ClusterView:
     reassigning: tuple  # ((TopicPartition, target replicas), ...) in /admin/reassign_partitions
 
 
-async def _children(zk: ZkSession, path: str) -> list[str]:
-    try:
-        return sorted(await zk.get_children(path))
-    except NoNode:
-        return []
-
-
 async def read_cluster(zk: ZkSession) -> ClusterView:
     brokers = await admin.live_brokers(zk)
     try:
@@ -89,27 +83,15 @@ async def read_cluster(zk: ZkSession) -> ClusterView:
         epoch = zkdata.decode_controller_epoch(data)
     except NoNode:
         epoch = 0
-    topics = await _children(zk, zkpaths.TOPICS)
-    found = await zk.get_many([zkpaths.topic(t) for t in topics])
-    assignments = {}
-    for t in topics:
-        value = found.get(zkpaths.topic(t))
-        if value is not None:
-            assignments[t] = zkdata.decode_topic_assignment(value[0], topic=t)
-    paths = {TopicPartition(t, p): zkpaths.partition_state(t, p) for t, a in assignments.items() for p in a}
-    values = await zk.get_many(paths.values())
-    states = {}
-    for tp, path in paths.items():
-        value = values.get(path)
-        if value is not None:
-            states[tp] = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
+    assignments = {t: a for t, (a, _) in (await read_assignments(zk, await read_topic_names(zk))).items()}
+    states = await read_states(zk, [TopicPartition(t, p) for t, a in assignments.items() for p in a])
     try:
         data, _ = await zk.get(zkpaths.REASSIGN_PARTITIONS)
         reassigning = tuple(zkdata.decode_reassignment(data))
     except NoNode:
         reassigning = ()
-    return ClusterView(brokers, epoch, assignments, states, frozenset(await _children(zk, zkpaths.DELETE_TOPICS)),
-                       frozenset(await _children(zk, zkpaths.CONFIG_TOPICS)), reassigning)
+    return ClusterView(brokers, epoch, assignments, states, frozenset(await read_children(zk, zkpaths.DELETE_TOPICS)),
+                       frozenset(await read_children(zk, zkpaths.CONFIG_TOPICS)), reassigning)
 
 
 # -- 1. leaders ---------------------------------------------------------------------------------------

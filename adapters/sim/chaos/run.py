@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from adapters import admin
-from adapters.sim.cluster import controller, live_brokers, wait_for
+from adapters.sim.cluster import controller, live_broker_ids, wait_for
 from adapters.zookeeper.session import ZkError, ZkSession
 from adapters.sim.chaos import checks as K
 from adapters.sim.chaos import report as R
@@ -144,7 +144,7 @@ class Run:
         ids = set(self.fleet.ids)
 
         async def registered():
-            return ids <= set(await live_brokers(self.zk))
+            return ids <= set(await live_broker_ids(self.zk))
 
         async def elected():
             holder, _ = await controller(self.zk)

@@ -13,7 +13,7 @@ import os
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.cli import main
-from adapters.sim.cluster import controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import controller, live_broker_ids, partition_states, wait_for
 from adapters.journal.writer import Journal, JournalWriteError, probe_writable
 from adapters.controller.loop import ControllerLoop
 from adapters.node import ClusterNode, NodeConfig
@@ -85,7 +85,7 @@ async def test_a_torn_tail_is_truncated_and_the_node_carries_on(zk_connect, tmp_
 
 
 async def _gone(admin, broker_id):
-    return broker_id not in await live_brokers(admin)
+    return broker_id not in await live_broker_ids(admin)
 
 
 def test_a_flipped_bit_in_the_middle_stops_the_node_with_one_line(zk_connect, tmp_path, capsys):
@@ -116,7 +116,7 @@ def test_a_flipped_bit_in_the_middle_stops_the_node_with_one_line(zk_connect, tm
     async def not_registered():
         admin = await ZkSession.connect(zk_connect)
         try:
-            return await live_brokers(admin), await controller(admin)
+            return await live_broker_ids(admin), await controller(admin)
         finally:
             await admin.close()
 

@@ -12,7 +12,7 @@ import pytest
 
 from adapters.observability import logformat, statelog
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from adapters.sim.cluster import LocalCluster, controller, live_brokers, partition_states, wait_for
+from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
 from adapters.observability.decisionlog import Decision
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import force_expire
@@ -131,7 +131,7 @@ async def _controller(admin):
 
 
 async def _brokers(admin, ids):
-    return set(ids) <= set(await live_brokers(admin))
+    return set(ids) <= set(await live_broker_ids(admin))
 
 
 def _json_lines(text: str) -> list[dict]:
