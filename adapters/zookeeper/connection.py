@@ -4,7 +4,7 @@
 `ZkSession` (adapters/zookeeper/session.py) runs on a `_Session`, and `force_expire` on a bare `_Connection`.
 
 What aiozk 0.32.0 does that we design around (each one is shown by a test in
-tests/adapters/test_zk.py, against the raw client):
+tests/adapters/zookeeper/test_session.py, against the raw client):
 
 1. No session-state listener. On expiry it silently opens a new session and does not recreate
    ephemeral nodes. `_Session` below runs its own repair loop, counts sessions (`generation`)

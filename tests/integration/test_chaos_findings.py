@@ -1,6 +1,6 @@
 """Regressions for bugs the chaos soak found, reproduced with real nodes on a real ZooKeeper.
 (The soak's other finding, a topic deletion whose state write conflicted leaving partitions in
-the brokers' caches, is pinned on values in tests/core/test_flows.py.)"""
+the brokers' caches, is pinned on values in tests/core/.)"""
 from __future__ import annotations
 
 import asyncio
