@@ -253,7 +253,7 @@ async def test_broker_failure_and_return_then_preferred_elections(make_cluster, 
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["t", "solo"]), "metadata after the failure")
     rc, out, _ = await kctl("cluster", "--json")
     summary = json.loads(out)
-    assert summary["live_broker_ids"] == [1, 2, 3] and summary["offline_partitions"] == 1
+    assert summary["live_brokers"] == [1, 2, 3] and summary["offline_partitions"] == 1
     assert summary["under_replicated_partitions"] == len(on4)  # solo-0's ISR is still its one replica
 
     # topic creation with a replica on the down broker: the live replicas lead
@@ -580,7 +580,7 @@ async def test_controlled_shutdown_of_each_broker_in_turn(make_cluster, admin, k
     await until(lambda: metadata_matches(admin, cluster.in_process(), ["t"]), "metadata at the end")
     rc, out, _ = await kctl("cluster", "--json")
     summary = json.loads(out)
-    assert summary["live_broker_ids"] == [1, 2, 3, 4] and summary["offline_partitions"] == 0
+    assert summary["live_brokers"] == [1, 2, 3, 4] and summary["offline_partitions"] == 0
 
 
 async def _out_of_isrs(admin, broker):
