@@ -27,6 +27,7 @@ from controller_core.assignment import assign_replicas_to_brokers, expand_partit
 from controller_core.values import TopicPartition
 
 from adapters import admin as A
+from adapters.admin.topics import read_one_topic
 from adapters.control import requests as Q
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control.framing import Frame
@@ -356,7 +357,7 @@ class KafkaApis:
         if await zk.exists(zkpaths.delete_topic(name)) is not None:
             raise _Refused(K.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion.")
         try:
-            current, _ = await A._one_topic(zk, name)
+            current, _ = await read_one_topic(zk, name)
         except A.AdminError:
             raise _Refused(K.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.") from None
         old = len(current)

@@ -151,7 +151,7 @@ async def live_broker_ids(zk: ZkSession) -> list[int]:
 
 async def partition_states(zk: ZkSession, topic: str | None = None) -> dict:
     """{(topic, partition): LeaderIsr} for every state znode (of one topic), read as the admin
-    tools read them (`adapters.admin.read_states`)."""
+    tools read them (`adapters.admin.cluster_state.read_states`)."""
     topics = [topic] if topic else await read_topic_names(zk)
     tps = []
     for t in topics:
