@@ -22,8 +22,9 @@
    `/config/topics/<t>` or `/config/brokers/<id>`;
 8. `log-dirs`: every log-dir event notification was consumed by the controller
    (`/log_dir_event_notification` is empty), and every node's log dirs are directories again;
-9. `log-dir-failures`: after every log-dir failure, within `LOG_DIR_DEADLINE`, no partition was
-   led any more from the failed dir (checked during the run, see faults.py).
+9. `log-dir-failures`: after every log-dir failure, within `LOG_DIR_DEADLINE`, no replica in the
+   failed dir led its partition or shared an ISR with others (checked during the run, see
+   faults.py).
 
 Checks 1-4, 7 and 8 read the live cluster and are repeated until they all pass (that is
 "settled"); 5, 6 and 9 run on the journals and the records of the run once the nodes are stopped.
@@ -338,8 +339,9 @@ async def check_log_dirs(zk: ZkSession, fleet) -> Check:
 
 
 def check_log_dir_failures(problems: list[str], handled: int) -> Check:
-    return check_from("log-dir-failures", problems, f"{handled} log-dir failure(s), each with no partition led "
-                      "from the failed dir soon after", "{n} log-dir failure(s) left partitions led from the failed dir")
+    return check_from("log-dir-failures", problems, f"{handled} log-dir failure(s), each with its replicas offline "
+                      "soon after (not leaders, out of shared ISRs)",
+                      "{n} log-dir failure(s) whose replicas stayed leaders or in shared ISRs")
 
 
 # -- 5. replay ---------------------------------------------------------------------------------------

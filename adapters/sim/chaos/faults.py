@@ -19,13 +19,14 @@ moment is up to the cluster.
 | member-kill | (ensemble mode) SIGKILL one ZooKeeper member (half the time the one the controller's session is on, else any; the leader among them), down 0.5 s to 2 session timeouts, restarted |
 | member-pause | (ensemble mode) SIGSTOP one member for 1 to 3 session timeouts (its clients hear nothing; a paused leader is replaced), then SIGCONT |
 | member-restart | (ensemble mode) SIGTERM one member and start it again on the same data dir |
-| log-dir-failure | one of the node's two log dirs fails (deleted, or replaced by a file): the broker reports it through `/log_dir_event_notification` and stays registered; once no partition is led from the failed dir (checked, see below), 2 to 8 s later the disk is replaced: controlled shutdown, a fresh empty dir, restart |
+| log-dir-failure | one of the node's two log dirs fails (deleted, or replaced by a file): the broker reports it through `/log_dir_event_notification` and stays registered; once the failed replicas are offline (checked, see below), 2 to 8 s later the disk is replaced: controlled shutdown, a fresh empty dir, restart |
 
-A log-dir failure is also a check: the partitions whose replica on that node lived in the
-failed dir must, within `LOG_DIR_DEADLINE` seconds, no longer be led by that node (Kafka's
-`onReplicasBecomeOffline` elects another ISR member, or leaves the partition leaderless when the
-failed replica was the last). Episodes where that did not happen are listed in
-`log_dir_problems` (the `log-dirs` check of checks.py).
+A log-dir failure is also a check: within `LOG_DIR_DEADLINE` seconds, no partition whose replica
+on that node lived in the failed dir may be led by that node, nor keep it in an ISR it shares
+with others (Kafka's `onReplicasBecomeOffline`: another ISR member is elected, the failed
+replica leaves the ISR unless it is the last member, and then the partition stays leaderless).
+Episodes where that did not happen are listed in `log_dir_problems` (the `log-dir-failures`
+check of checks.py).
 
 In ensemble mode `zk-restart` is not drawn, and one member at a time is faulted, so a quorum
 always remains (quorum loss is tests/integration/test_zookeeper_ensemble.py's business).
@@ -107,7 +108,8 @@ class Faults:
         self.active: dict[asyncio.Task, str] = {}
         self._zk_restarting = False
         self.log_dir_problems: list[str] = []
-        self.log_dir_offline_s: list[float] = []  # per failure: until no partition was led from the dir
+        self.log_dir_checked = 0  # failures whose replicas were seen offline in time
+        self.log_dir_offline_s: list[float] = []  # per failure that had leaders in the dir: until all were offline
 
     def draw(self) -> Draw:
         rng = self.rng
@@ -280,47 +282,51 @@ class Faults:
             index, how = choice % LOG_DIRS, LOG_DIR_FAILURES[choice // LOG_DIRS]
             replicas = self.fleet.replicas_in(self.fleet.log_dirs[b][index])
             try:
-                leading = len(await asyncio.wait_for(self._still_led(b, replicas), 10))
+                leading = len(await asyncio.wait_for(self._still_online(b, replicas, leaders_only=True), 10))
             except (ZkError, asyncio.TimeoutError):
                 leading = None
             failed = self.fleet.fail_log_dir(b, index, how)
             started = time.monotonic()
             self._injected(d.kind, b, f"log dir {failed.name} {how} ({len(replicas)} replicas in it, "
                                       f"{'?' if leading is None else leading} of them leaders)")
-            led = await self._led_from(b, replicas, started + LOG_DIR_DEADLINE)
+            led = await self._until_offline(b, replicas, started + LOG_DIR_DEADLINE)
             took = time.monotonic() - started
             if led is None:
                 self.record("log-dir-unchecked", d.kind, node=b, detail="ZooKeeper could not be read until the deadline")
             elif led:
-                problem = (f"node {b}: {len(led)} partition(s) still led from its failed log dir {failed.name} "
-                           f"{LOG_DIR_DEADLINE:.0f} s after the failure: {', '.join(led[:5])}")
+                problem = (f"node {b}: {len(led)} replica(s) in its failed log dir {failed.name} still leader or "
+                           f"in a shared ISR {LOG_DIR_DEADLINE:.0f} s after the failure: {', '.join(led[:5])}")
                 self.log_dir_problems.append(problem)
                 self.record("log-dir-still-led", d.kind, node=b, detail=problem)
             else:
-                self.log_dir_offline_s.append(took)
+                self.log_dir_checked += 1
+                if leading:
+                    self.log_dir_offline_s.append(took)
                 self.record("log-dir-handled", d.kind, node=b,
-                            detail=f"no partition led from {failed.name} {took:.1f} s after the failure")
+                            detail=f"the replicas in {failed.name} neither lead nor share an ISR {took:.1f} s after "
+                                   "the failure")
             await asyncio.sleep(2 + 6 * d.hold)
             code = await self.fleet.replace_disk(b)
             self.record("disk-replaced", d.kind, node=b,
                         detail=f"controlled shutdown exit code {code}, {failed.name} replaced by an empty dir, "
                                "restarted")
 
-    async def _led_from(self, b: int, replicas: list[tuple[str, int]], deadline: float) -> list[str] | None:
-        """Poll until none of `replicas` (of node b) is led by b, or `deadline`; returns those
-        still led by b at the last successful read (None: ZooKeeper could not be read at all).
-        Partitions deleted or moved off b since do not count."""
-        led: list[str] | None = None
+    async def _until_offline(self, b: int, replicas: list[tuple[str, int]], deadline: float) -> list[str] | None:
+        """Poll `_still_online` until it finds nothing, or `deadline`; returns what the last
+        successful read found (None: ZooKeeper could not be read at all)."""
+        online: list[str] | None = None
         while True:
             try:
-                led = await asyncio.wait_for(self._still_led(b, replicas), 10)
+                online = await asyncio.wait_for(self._still_online(b, replicas), 10)
             except (ZkError, asyncio.TimeoutError):
                 pass  # ZooKeeper restarting: the last read stands
-            if led == [] or time.monotonic() >= deadline:
-                return led
+            if online == [] or time.monotonic() >= deadline:
+                return online
             await asyncio.sleep(0.5)
 
-    async def _still_led(self, b: int, replicas: list[tuple[str, int]]) -> list[str]:
+    async def _still_online(self, b: int, replicas: list[tuple[str, int]], leaders_only: bool = False) -> list[str]:
+        """Those of node b's `replicas` that b leads, or (unless `leaders_only`) whose ISR holds b
+        and another broker. Partitions deleted or moved off b since do not count."""
         topics = sorted({t for t, _ in replicas})
         found = await self.zk.get_many([zkpaths.topic(t) for t in topics])
         hosted = []
@@ -332,12 +338,17 @@ class Faults:
             if ra is not None and b in ra.replicas:
                 hosted.append((t, p))
         states = await self.zk.get_many([zkpaths.partition_state(t, p) for t, p in hosted])
-        led = []
+        out = []
         for t, p in hosted:
             value = states.get(zkpaths.partition_state(t, p))
-            if value is not None and zkdata.decode_partition_state(value[0], value[1].version).leader == b:
-                led.append(f"{t}-{p}")
-        return led
+            if value is None:
+                continue
+            li = zkdata.decode_partition_state(value[0], value[1].version)
+            if li.leader == b:
+                out.append(f"{t}-{p} (leader)")
+            elif not leaders_only and b in li.isr and len(li.isr) > 1:
+                out.append(f"{t}-{p} (isr {','.join(map(str, li.isr))})")
+        return out
 
     # -- ensemble members ----------------------------------------------------------------------
 

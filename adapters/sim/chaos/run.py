@@ -249,7 +249,7 @@ class Run:
             replayed = K.Check("replay", True, "not run (--replay none)")
         self.timings["replay"] = time.monotonic() - started
         return [replayed, K.check_processes(self.fleet.unexpected_exits),
-                K.check_log_dir_failures(self.faults.log_dir_problems, len(self.faults.log_dir_offline_s))]
+                K.check_log_dir_failures(self.faults.log_dir_problems, self.faults.log_dir_checked)]
 
     # -- the report ------------------------------------------------------------------------------
 
@@ -273,6 +273,8 @@ class Run:
             "faults_skipped": dict(sorted(self.faults.skipped.items())),
             "admin": {k: dict(v) for k, v in sorted(self.work.outcomes.items())},
             "throttles": dict(sorted(self.work.throttles.items())),
+            "log_dir_failures_checked": self.faults.log_dir_checked,
+            # per failure whose dir held leaders: seconds until its replicas were all offline
             "log_dir_failures_handled_s": [round(x, 2) for x in self.faults.log_dir_offline_s],
             "deletions_requested": sorted(self.work.deletions),
             "checks": [c.to_json() for c in found],
