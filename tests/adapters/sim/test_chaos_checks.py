@@ -12,6 +12,7 @@ from adapters.sim.chaos.checks import (
     ClusterView,
     check_deletions,
     check_leaders,
+    check_log_dirs,
     check_log_dir_failures,
     check_metadata,
     check_processes,
@@ -191,3 +192,18 @@ async def test_throttle_keys_lists_every_throttle_key_and_nothing_else(admin):
     await D.change_config(admin, D.BROKERS, D.DEFAULT_ENTITY, {D.UNCLEAN_KEY: "true"})
     assert await throttle_keys(admin) == ["topics/t: leader.replication.throttled.replicas",
                                           "brokers/2: follower.replication.throttled.rate"]
+
+
+async def test_log_dirs_fail_on_an_unconsumed_notification_or_a_dir_not_replaced(admin, tmp_path):
+    fleet = Fleet(ChaosConfig(duration=1, seed=1, nodes=2), tmp_path)
+    for dirs in fleet.log_dirs.values():
+        for d in dirs:
+            d.mkdir(parents=True)
+    assert (await check_log_dirs(admin, fleet)).ok
+    await admin.create("/log_dir_event_notification/log_dir_event_", b'{"version":1,"broker":2,"event":1}',
+                       sequential=True, make_parents=True)
+    fleet.fail_log_dir(2, 1, "replaced by a file")
+    result = await check_log_dirs(admin, fleet)
+    assert not result.ok and result.count == 2
+    assert result.problems[0].startswith("/log_dir_event_notification still holds log_dir_event_")
+    assert result.problems[1] == "node 2: log dir(s) d1 not replaced"
