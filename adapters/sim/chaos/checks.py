@@ -317,7 +317,7 @@ def check_throttles(pending: str | None, left: list[str], before: list[str]) -> 
     """`pending`: why the last throttled reassignment is not verified yet (None: it is); `left`:
     throttle keys found after the final removal; `before`: those found before it."""
     problems = ([f"not verified: {pending}"] if pending else []) + [f"{k} is left" for k in left]
-    stale = f" ({len(before)} left by verifies made while a broker was down, then removed)" if before else ""
+    stale = f" ({len(before)} left by verifies made while a broker was down, removed by it)" if before else ""
     return check_from("throttles", problems, f"no throttle key left after the last verify{stale}",
                       "{n} throttle problem(s)")
 

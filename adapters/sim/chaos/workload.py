@@ -33,8 +33,10 @@ the reassignment completes, to ensure the throttle is removed"): a throttled rea
 reassignment verifies the pending one first and waits for it. If a partition of it failed (its
 topic was deleted meanwhile), verify keeps the throttle, as Kafka's does, and the operator
 removes it by hand (`kctl configs --delete-config`, the same keys). `finish()` is the end of the
-soak: the pending throttle verified away, then the throttle cleared once more with every broker
-up (verify removes the rate only from brokers registered at that moment).
+soak: the pending throttle verified away, then the last throttled reassignment verified once
+more with every broker up (verify removes the rate only from brokers registered at that
+moment). Replica lists of earlier reassignments are not removed again: their own verify must
+have done it.
 """
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ class Workload:
         self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # the last target requested
         self.last_file: list[tuple[TopicPartition, tuple[int, ...]]] = []  # the last reassignment executed
         self.throttled: list[tuple[TopicPartition, tuple[int, ...]]] | None = None  # its throttle not removed yet
-        self.throttled_topics: set[str] = set()  # every topic a throttle was ever set on
+        self.last_throttled: list[tuple[TopicPartition, tuple[int, ...]]] = []  # the last one verified away
         self.throttles = Counter()  # set, rate-changed, removed, removed-by-hand
         self.created = 0
         self.shutdowns: set[asyncio.Task] = set()
@@ -224,7 +226,6 @@ class Workload:
             entries.append((TopicPartition(topic, p), tuple(pick.sample(live, rf))))
         if throttle:
             self.throttled = entries  # from here on a throttle may be written: verify must clear it
-            self.throttled_topics.add(topic)
         try:
             await admin.execute_reassignment(self.zk, entries, throttle=rate if throttle else None)
         except admin.AdminError:
@@ -267,22 +268,25 @@ class Workload:
             self.throttles["removed-by-hand"] += 1
             detail += "; throttle removed by hand (kctl configs --delete-config)"
         self.throttled = None
+        self.last_throttled = entries
         return "ok", detail
 
     async def finish(self) -> list[str]:
         """The operator's last steps once every node is back: the pending throttled reassignment
-        verified (its throttle removed once it completed), then the throttle keys removed once
-        more with every broker registered, from every broker and every throttled topic. Returns
-        the throttle keys found before that last removal (left by verifies made while a broker
-        was down, which Kafka's verify does not reach either); raises AdminError while the
-        pending reassignment is still in progress."""
+        verified (its throttle removed once it completed), then the last throttled one verified
+        again, now with every broker registered: the removal `--verify` makes (the rate from
+        every broker, the replica lists from that reassignment's topics). Returns the throttle
+        keys found before that last removal: rates left on brokers that were down when their
+        reassignment was verified (Kafka's verify does not reach them either), and anything an
+        earlier verify failed to remove. Raises AdminError while the pending reassignment is
+        still in progress."""
         if self.throttled is not None:
             await self._verify_throttled()
             if self.throttled is not None:
                 raise admin.AdminError("the last throttled reassignment is still in progress")
         left = await throttle_keys(self.zk)
-        if self.throttles["set"] or left:
-            await admin.remove_reassignment_throttle(self.zk, sorted(self.throttled_topics))
+        if self.last_throttled and left:
+            await admin.remove_reassignment_throttle(self.zk, sorted({tp.topic for tp, _ in self.last_throttled}))
         return left
 
     # -- dynamic configs -----------------------------------------------------------------------------

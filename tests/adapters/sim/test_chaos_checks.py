@@ -142,7 +142,7 @@ def test_processes_and_log_stats(tmp_path):
 def test_throttles_fail_on_a_key_left_or_an_unverified_reassignment():
     assert check_throttles(None, [], []).ok
     passed = check_throttles(None, [], ["brokers/4: leader.replication.throttled.rate"])
-    assert passed.ok and "1 left by verifies made while a broker was down" in passed.detail
+    assert passed.ok and "1 left by verifies made while a broker was down, removed by it" in passed.detail
     left = check_throttles(None, ["topics/t: follower.replication.throttled.replicas"], [])
     assert not left.ok and left.problems == ("topics/t: follower.replication.throttled.replicas is left",)
     pending = check_throttles("the last throttled reassignment is still in progress", [], [])
