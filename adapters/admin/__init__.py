@@ -8,7 +8,8 @@ and so on.
 - errors.py: `AdminError` (bad or refused request, nothing written) and `ToolFailure`;
 - checks.py: input checks made before the first write;
 - cluster_state.py: the one reader of brokers, assignments, partition states and configs;
-- topics.py, reassign.py, elect.py: the three tools; throttle.py: the replication throttle.
+- topics.py, reassign.py, elect.py: the three tools; throttle.py: the replication throttle;
+  configs.py: `kafka-configs.sh --alter` (`from adapters.admin import configs`).
 """
 from adapters.admin.errors import AdminError, ControllerUnavailable, ToolFailure, TopicConfigError
 from adapters.admin.checks import (
@@ -37,9 +38,12 @@ from adapters.admin.reassign import (
     REASSIGNMENT_COMPLETED,
     REASSIGNMENT_FAILED,
     REASSIGNMENT_IN_PROGRESS,
+    change_reassignment_throttle,
     execute_reassignment,
     generate_reassignment,
     parse_broker_list,
+    reassignment_running,
+    remove_reassignment_throttle,
     verify_reassignment,
 )
 from adapters.admin.elect import ELECTION_NOT_NEEDED, controller_request, elect_leaders
@@ -72,6 +76,9 @@ __all__ = [
     "generate_reassignment",
     "execute_reassignment",
     "verify_reassignment",
+    "reassignment_running",
+    "change_reassignment_throttle",
+    "remove_reassignment_throttle",
     "elect_leaders",
     "cluster_summary",
     "REASSIGNMENT_COMPLETED",

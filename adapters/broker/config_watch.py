@@ -3,8 +3,11 @@
 Every node (controller or not) follows `/config/changes`: at start it reads every
 `/config/topics/<t>` and `/config/brokers/<b>` (including `<default>`), then, for each new
 `config_change_<seq>` notification, rereads the entity it names and calls
-`on_change(entity_type, name)`. Notifications are never deleted here (Kafka purges them after
-15 minutes; the admin tools here do not purge yet).
+`on_change(entity_type, name)`. After each look at new notifications it deletes every
+notification created more than `change_expiration_ms` (15 minutes) before, as Kafka's
+ZkNodeChangeNotificationListener purges obsolete ones: the sequence numbers go on, the
+children of `/config/changes` stay few. Every node purges; a notification another node deleted
+first is simply gone.
 
 What the node does with it (adapters/node.py): the simulated replica manager's replication
 throttle (`throttle_rate`), and the controller's `BrokerDefaultConfigChanged` events for
@@ -13,7 +16,8 @@ throttle (`throttle_rate`), and the controller's `BrokerDefaultConfigChanged` ev
 from __future__ import annotations
 
 import logging
-from typing import Callable
+import time
+from typing import Callable, Iterable
 
 from controller_core.values import TopicPartition
 
@@ -23,6 +27,9 @@ from adapters.zookeeper.watch import ChildrenFollower
 from adapters.zookeeper.session import NoNode, ZkSession
 
 log = logging.getLogger("kctl.config")
+
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+"""Kafka's `changeExpirationMs` for config change notifications."""
 
 
 def _sequence(name: str) -> int | None:
@@ -54,9 +61,12 @@ def _replica_set(value: str | None) -> frozenset[tuple[int, int]] | str | None:
 class DynamicConfigs:
     """The current overrides of every topic and broker entity, kept up to date."""
 
-    def __init__(self, zk: ZkSession, on_change: Callable[[str, str], None] | None = None):
+    def __init__(self, zk: ZkSession, on_change: Callable[[str, str], None] | None = None, *,
+                 change_expiration_ms: int = CHANGE_EXPIRATION_MS):
         self.zk = zk
         self.on_change = on_change
+        self.change_expiration_ms = change_expiration_ms
+        self.purged = 0
         self.configs: dict[tuple[str, str], dict[str, str]] = {}
         self._seen: int | None = None  # the last notification handled (-1: none); None before the first look
         self._children = ChildrenFollower(zk, D.CONFIG_CHANGES, self._refresh, "config-changes")
@@ -78,6 +88,7 @@ class DynamicConfigs:
             # first look: everything there is, then only what is announced after
             await self._load_all()
             self._seen = seqs[-1][0] if seqs else -1
+            await self._purge_obsolete(name for _, name in seqs)
             return
         entities: dict[tuple[str, str], None] = {}
         for seq, name in seqs:
@@ -94,6 +105,25 @@ class DynamicConfigs:
         for entity_type, name in entities:
             if entity_type in D.ENTITY_TYPES:
                 await self._load(entity_type, name)
+        await self._purge_obsolete(name for _, name in seqs)
+
+    async def _purge_obsolete(self, names: Iterable[str]) -> None:
+        """Delete the notifications older than `change_expiration_ms` (Kafka's
+        `purgeObsoleteNotifications`, run after each batch, every node doing it)."""
+        paths = [f"{D.CONFIG_CHANGES}/{n}" for n in names]
+        if not paths:
+            return
+        now_ms = time.time() * 1000  # the server's ctime is also wall-clock ms (Kafka compares the same)
+        stats = await self.zk.exists_many(paths)
+        for path in paths:
+            stat = stats.get(path)
+            if stat is None or now_ms - stat.ctime <= self.change_expiration_ms:
+                continue
+            try:
+                await self.zk.delete(path)
+                self.purged += 1
+            except NoNode:
+                pass  # another node purged it first
 
     async def _load_all(self) -> None:
         for entity_type in D.ENTITY_TYPES:

@@ -22,8 +22,9 @@ def add_chaos_command(subparsers) -> None:
         "chaos", help="the chaos soak: a cluster of real nodes under random faults and admin work, then checks",
         description="Run a cluster of real `kctl node` processes on ZooKeeper (embedded unless --zookeeper), each "
                     "behind its own TCP proxy, inject seeded random faults (SIGKILL, SIGSTOP past the session "
-                    "timeout, session expiry, ZooKeeper restarts, delayed and cut links) while performing admin "
-                    "work, then heal, wait for the cluster to settle and check it, its brokers' metadata and the "
+                    "timeout, session expiry, ZooKeeper restarts, delayed and cut links, failed log dirs) while "
+                    "performing admin work (topics, reassignments with and without a throttle and their verify, "
+                    "preferred elections, controlled shutdowns, dynamic config changes), then heal, wait for the cluster to settle and check it, its brokers' metadata and the "
                     "replay of every journal. Writes --out/chaos.json. Exit 0 when every check passes, 1 otherwise.")
     p.add_argument("--duration", type=float, required=True, help="seconds of faults and admin work")
     p.add_argument("--seed", type=int, default=None, help="seed of every random choice (default: a random one, printed)")

@@ -6,7 +6,7 @@
     kctl configs --entity-type brokers --entity-name 1 --alter --add-config leader.replication.throttled.rate=1000000
 
 Each alter writes `/config/<type>/<name>` (other keys kept) and then a `/config/changes`
-notification (adapters/znodes/dynconfig.py), as Kafka's AdminZkClient does. Topic keys are checked
+notification (adapters/admin/configs.py, adapters/znodes/dynconfig.py), as Kafka's AdminZkClient does. Topic keys are checked
 as Kafka's LogConfig checks them; broker keys are those this cluster follows while it runs
 (`dynconfig.BROKER_DYNAMIC_KEYS`). Output lines are Kafka's: `Configs for topic 't' are k=v,...`
 and `Completed Updating config for entity: topic 't'.`
@@ -14,6 +14,7 @@ and `Completed Updating config for entity: topic 't'.`
 from __future__ import annotations
 
 from adapters import admin
+from adapters.admin import configs as admin_configs
 from adapters.cli.common import run_with_zookeeper, zk_auth_flag, zookeeper_flag
 from adapters.cli.errors import bad
 from adapters.znodes import dynconfig as D
@@ -78,25 +79,13 @@ def cmd_configs(args) -> int:
         raise bad("At least one of --add-config or --delete-config must be specified with --alter")
     try:
         add = D.parse_add_config(args.add_config) if args.add_config is not None else {}
-        if args.entity_type == D.TOPICS:
-            add = admin.validate_topic_configs(add)
-        else:
-            add = D.validate_broker_config(add)
+        delete = [k.strip() for item in args.delete_config or () for k in item.split(",") if k.strip()]
+        add, delete = admin_configs.validated(args.entity_type, add, delete)
     except (ValueError, admin.AdminError) as exc:
         raise bad(str(exc)) from None
-    delete = [k.strip() for item in args.delete_config or () for k in item.split(",") if k.strip()]
-    both = sorted(set(add) & set(delete))
-    if both:
-        raise bad(f"config(s) {', '.join(both)} are both added and deleted")
 
     async def alter(zk) -> int:
-        if args.entity_type == D.TOPICS and not await zk.exists(f"/brokers/topics/{name}"):
-            raise admin.AdminError(f"Topic '{name}' does not exist as expected")
-        config, _ = await D.read_config(zk, args.entity_type, name)
-        missing = [k for k in delete if k not in config]
-        if missing:
-            raise admin.AdminError(f"Invalid config(s): {','.join(missing)}")
-        await D.change_config(zk, args.entity_type, name, add, delete)
+        await admin_configs.alter_config(zk, args.entity_type, name, add, delete)
         print(f"Completed Updating config for entity: {_entity(args.entity_type, name)}.")
         return 0
 

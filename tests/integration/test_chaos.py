@@ -1,6 +1,8 @@
 """The chaos soak, short: a minute of seeded faults and admin work on five real node processes
 behind their own proxies, on an embedded ZooKeeper of its own (the run restarts it), then every
-check must pass. The ten-minute run is `make soak`."""
+check must pass. Seed 7 draws the operator faults and operations too: failed log dirs,
+throttled reassignments and their verify, topic config changes. The ten-minute run is
+`make soak`."""
 from __future__ import annotations
 
 import json
@@ -23,12 +25,18 @@ def test_a_short_chaos_run_passes_every_check(tmp_path, capsys):
     assert code == 0, f"failed checks (files in {out}): {json.dumps(failing, indent=1)}"
     assert report["passed"] and report["violations"] == 0
     assert [c["name"] for c in report["checks"]] == ["cluster", "leaders", "reassignments", "deletions", "metadata",
-                                                    "kafka-client", "replay", "processes"]
+                                                    "kafka-client", "throttles", "log-dirs", "replay", "processes",
+                                                    "log-dir-failures"]
     # the run did break things and did admin work, through every path
     assert sum(report["faults"].values()) >= 10, report["faults"]
     assert len(report["faults"]) >= 5, report["faults"]
     ok = {kind: outcomes.get("ok", 0) for kind, outcomes in report["admin"].items()}
     assert sum(ok.values()) >= 10 and len([k for k, n in ok.items() if n]) >= 4, report["admin"]
+    # the operator's side: a disk failed and was handled, a throttle was set and verified away,
+    # topic configs changed
+    assert report["faults"].get("log-dir-failure", 0) >= 1 and report["log_dir_failures_checked"] >= 1, report["faults"]
+    assert report["throttles"].get("set", 0) >= 1, report["throttles"]
+    assert ok.get("alter-topic-config", 0) >= 1, report["admin"]
     assert report["settle_seconds"] is not None and report["settle_seconds"] <= 90
     assert report["seed"] == 7 and report["partitions_at_end"] >= 200
     assert "verdict: PASS" in capsys.readouterr().out

@@ -16,10 +16,18 @@
 5. `replay`: the replay of every node's journal finds no violation (in particular no write
    accepted from a fenced controller): `kctl replay` on Spark, or the same fold and audit in
    this process (`replay.local`);
-6. `processes`: no node process exited unless the harness stopped it.
+6. `processes`: no node process exited unless the harness stopped it;
+7. `throttles`: every throttled reassignment was verified complete and, once the operator's last
+   verify ran with every broker up, no `*.replication.throttled.*` key is left in any
+   `/config/topics/<t>` or `/config/brokers/<id>`;
+8. `log-dirs`: every log-dir event notification was consumed by the controller
+   (`/log_dir_event_notification` is empty), and every node's log dirs are directories again;
+9. `log-dir-failures`: after every log-dir failure, within `LOG_DIR_DEADLINE`, no replica in the
+   failed dir led its partition or shared an ISR with others (checked during the run, see
+   faults.py).
 
-Checks 1-4 read the live cluster and are repeated until they all pass (that is "settled");
-5 runs on the journals once the nodes are stopped.
+Checks 1-4, 7 and 8 read the live cluster and are repeated until they all pass (that is
+"settled"); 5, 6 and 9 run on the journals and the records of the run once the nodes are stopped.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ from adapters import admin
 from adapters.admin.cluster_state import read_assignments, read_children, read_states, read_topic_names
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.control import requests as Q
+from adapters.controller.log_dir_events import LOG_DIR_EVENT_NOTIFICATION
 from adapters.control.transport import ControlChannelError, ControlClient
 from adapters.zookeeper.session import NoNode, ZkSession
 
@@ -281,6 +290,40 @@ async def cluster_checks(zk: ZkSession, requested_deletions) -> list[Check]:
     view = await read_cluster(zk)
     return [check_leaders(view), check_reassignments(view), check_deletions(view, requested_deletions),
             await check_metadata(view)]
+
+
+# -- 7. throttles ----------------------------------------------------------------------------------
+
+
+def check_throttles(pending: str | None, left: list[str], before: list[str]) -> Check:
+    """`pending`: why the last throttled reassignment is not verified yet (None: it is); `left`:
+    throttle keys found after the final removal; `before`: those found before it."""
+    problems = ([f"not verified: {pending}"] if pending else []) + [f"{k} is left" for k in left]
+    stale = f" ({len(before)} left by verifies made while a broker was down, removed by it)" if before else ""
+    return check_from("throttles", problems, f"no throttle key left after the last verify{stale}",
+                      "{n} throttle problem(s)")
+
+
+# -- 8. log dirs ---------------------------------------------------------------------------------------
+
+
+async def check_log_dirs(zk: ZkSession, fleet) -> Check:
+    problems = []
+    events = await _children(zk, LOG_DIR_EVENT_NOTIFICATION)
+    if events:
+        problems.append(f"/log_dir_event_notification still holds {', '.join(events[:5])}")
+    for b, dirs in sorted(fleet.log_dirs.items()):
+        broken = [d.name for d in dirs if not d.is_dir()]
+        if broken:
+            problems.append(f"node {b}: log dir(s) {', '.join(broken)} not replaced")
+    return check_from("log-dirs", problems, "no log-dir event notification left, every node's log dirs in place",
+                      "{n} log-dir problem(s)")
+
+
+def check_log_dir_failures(problems: list[str], handled: int) -> Check:
+    return check_from("log-dir-failures", problems, f"{handled} log-dir failure(s), each with its replicas offline "
+                      "soon after (not leaders, out of shared ISRs)",
+                      "{n} log-dir failure(s) whose replicas stayed leaders or in shared ISRs")
 
 
 # -- 5. replay ---------------------------------------------------------------------------------------

@@ -34,7 +34,9 @@ class ChaosConfig:
 
     def node_settings(self) -> dict[str, str]:
         """What every node runs with: short timeouts so faults bite within a run, an automatic
-        rebalance that fires during it, and quick controlled-shutdown retries."""
+        rebalance that fires during it, quick controlled-shutdown retries, and a partition size
+        that makes throttled moves last a few seconds. (Each node's `log.dirs` is set by the
+        fleet.)"""
         return {
             "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
             "replica.lag.time.max.ms": str(max(2000, self.session_timeout_ms + 1000)),
@@ -43,6 +45,8 @@ class ChaosConfig:
             "leader.imbalance.check.interval.seconds": "20",
             "controlled.shutdown.max.retries": "3",
             "controlled.shutdown.retry.backoff.ms": "1000",
+            # what a moving replica copies: 1 to 4 s under the workload's throttles (workload.py)
+            "simulated.partition.bytes": "10000000",
         }
 
     def base_topics(self) -> list[tuple[str, int]]:

@@ -19,6 +19,14 @@ moment is up to the cluster.
 | member-kill | (ensemble mode) SIGKILL one ZooKeeper member (half the time the one the controller's session is on, else any; the leader among them), down 0.5 s to 2 session timeouts, restarted |
 | member-pause | (ensemble mode) SIGSTOP one member for 1 to 3 session timeouts (its clients hear nothing; a paused leader is replaced), then SIGCONT |
 | member-restart | (ensemble mode) SIGTERM one member and start it again on the same data dir |
+| log-dir-failure | one of the node's two log dirs fails (deleted, or replaced by a file): the broker reports it through `/log_dir_event_notification` and stays registered; once the failed replicas are offline (checked, see below), 2 to 8 s later the disk is replaced: controlled shutdown, a fresh empty dir, restart |
+
+A log-dir failure is also a check: within `LOG_DIR_DEADLINE` seconds, no partition whose replica
+on that node lived in the failed dir may be led by that node, nor keep it in an ISR it shares
+with others (Kafka's `onReplicasBecomeOffline`: another ISR member is elected, the failed
+replica leaves the ISR unless it is the last member, and then the partition stays leaderless).
+Episodes where that did not happen are listed in `log_dir_problems` (the `log-dir-failures`
+check of checks.py).
 
 In ensemble mode `zk-restart` is not drawn, and one member at a time is faulted, so a quorum
 always remains (quorum loss is tests/integration/test_zookeeper_ensemble.py's business).
@@ -34,7 +42,8 @@ from typing import Callable, NamedTuple
 
 from adapters.sim.cluster import controller
 from adapters.zookeeper.session import ZkError, ZkSession
-from adapters.sim.chaos.fleet import Fleet
+from adapters.sim.chaos.fleet import LOG_DIR_FAILURES, LOG_DIRS, Fleet
+from adapters.znodes import codec as zkdata, paths as zkpaths
 
 log = logging.getLogger("kctl.chaos")
 
@@ -48,9 +57,11 @@ WEIGHTS = {
     "proxy-delay": 2,
     "proxy-cut": 2,
     "proxy-blackhole": 1,
+    "log-dir-failure": 2,
 }
 ENSEMBLE_WEIGHTS = {"member-kill": 2, "member-pause": 1, "member-restart": 1}
 SETTLE_AFTER = 2.0  # seconds a node stays claimed after its fault is undone (it re-registers)
+LOG_DIR_DEADLINE = 45.0  # seconds for the cluster to stop leading partitions from a failed log dir
 
 
 class Draw(NamedTuple):
@@ -96,6 +107,9 @@ class Faults:
         self.skipped: Counter[str] = Counter()
         self.active: dict[asyncio.Task, str] = {}
         self._zk_restarting = False
+        self.log_dir_problems: list[str] = []
+        self.log_dir_checked = 0  # failures whose replicas were seen offline in time
+        self.log_dir_offline_s: list[float] = []  # per failure that had leaders in the dir: until all were offline
 
     def draw(self) -> Draw:
         rng = self.rng
@@ -258,6 +272,83 @@ class Faults:
             self.fleet.proxies[b].blackhole()
             return "black hole"
         await self._proxy(d, act, self.session_s * (1 + 2 * d.hold), controller_first=True)
+
+    async def _log_dir_failure(self, d: Draw) -> None:
+        b = await self._target(d, None)
+        if b is None:
+            return
+        async with self._claimed(b):
+            choice = min(int(d.amount * 4), 3)
+            index, how = choice % LOG_DIRS, LOG_DIR_FAILURES[choice // LOG_DIRS]
+            replicas = self.fleet.replicas_in(self.fleet.log_dirs[b][index])
+            try:
+                leading = len(await asyncio.wait_for(self._still_online(b, replicas, leaders_only=True), 10))
+            except (ZkError, asyncio.TimeoutError):
+                leading = None
+            failed = self.fleet.fail_log_dir(b, index, how)
+            started = time.monotonic()
+            self._injected(d.kind, b, f"log dir {failed.name} {how} ({len(replicas)} replicas in it, "
+                                      f"{'?' if leading is None else leading} of them leaders)")
+            led = await self._until_offline(b, replicas, started + LOG_DIR_DEADLINE)
+            took = time.monotonic() - started
+            if led is None:
+                self.record("log-dir-unchecked", d.kind, node=b, detail="ZooKeeper could not be read until the deadline")
+            elif led:
+                problem = (f"node {b}: {len(led)} replica(s) in its failed log dir {failed.name} still leader or "
+                           f"in a shared ISR {LOG_DIR_DEADLINE:.0f} s after the failure: {', '.join(led[:5])}")
+                self.log_dir_problems.append(problem)
+                self.record("log-dir-still-led", d.kind, node=b, detail=problem)
+            else:
+                self.log_dir_checked += 1
+                if leading:
+                    self.log_dir_offline_s.append(took)
+                self.record("log-dir-handled", d.kind, node=b,
+                            detail=f"the replicas in {failed.name} neither lead nor share an ISR {took:.1f} s after "
+                                   "the failure")
+            await asyncio.sleep(2 + 6 * d.hold)
+            code = await self.fleet.replace_disk(b)
+            self.record("disk-replaced", d.kind, node=b,
+                        detail=f"controlled shutdown exit code {code}, {failed.name} replaced by an empty dir, "
+                               "restarted")
+
+    async def _until_offline(self, b: int, replicas: list[tuple[str, int]], deadline: float) -> list[str] | None:
+        """Poll `_still_online` until it finds nothing, or `deadline`; returns what the last
+        successful read found (None: ZooKeeper could not be read at all)."""
+        online: list[str] | None = None
+        while True:
+            try:
+                online = await asyncio.wait_for(self._still_online(b, replicas), 10)
+            except (ZkError, asyncio.TimeoutError):
+                pass  # ZooKeeper restarting: the last read stands
+            if online == [] or time.monotonic() >= deadline:
+                return online
+            await asyncio.sleep(0.5)
+
+    async def _still_online(self, b: int, replicas: list[tuple[str, int]], leaders_only: bool = False) -> list[str]:
+        """Those of node b's `replicas` that b leads, or (unless `leaders_only`) whose ISR holds b
+        and another broker. Partitions deleted or moved off b since do not count."""
+        topics = sorted({t for t, _ in replicas})
+        found = await self.zk.get_many([zkpaths.topic(t) for t in topics])
+        hosted = []
+        for t, p in replicas:
+            value = found.get(zkpaths.topic(t))
+            if value is None:
+                continue
+            ra = zkdata.decode_topic_assignment(value[0], topic=t).get(p)
+            if ra is not None and b in ra.replicas:
+                hosted.append((t, p))
+        states = await self.zk.get_many([zkpaths.partition_state(t, p) for t, p in hosted])
+        out = []
+        for t, p in hosted:
+            value = states.get(zkpaths.partition_state(t, p))
+            if value is None:
+                continue
+            li = zkdata.decode_partition_state(value[0], value[1].version)
+            if li.leader == b:
+                out.append(f"{t}-{p} (leader)")
+            elif not leaders_only and b in li.isr and len(li.isr) > 1:
+                out.append(f"{t}-{p} (isr {','.join(map(str, li.isr))})")
+        return out
 
     # -- ensemble members ----------------------------------------------------------------------
 

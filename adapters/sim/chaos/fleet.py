@@ -8,8 +8,11 @@ The low-level faults are here, each one awaitable and none blocking the event lo
 run on the same loop: a blocked loop would partition every node at once):
 `kill`, `start_node`, `pause`/`resume`, `terminate` (SIGTERM: controlled shutdown), `expire`
 (ZooKeeper's own session expiry, through a second handle on the node's session),
-`restart_zookeeper`, and the proxies' `set_delay`/`cut`/`blackhole`/`heal`. `heal_all()` undoes
-everything at once.
+`restart_zookeeper`, the proxies' `set_delay`/`cut`/`blackhole`/`heal`, and `fail_log_dir`
+(a disk failure) / `replace_log_dirs` (the disk replaced). `heal_all()` undoes everything at once.
+
+Every node has `LOG_DIRS` log dirs (`--log-dirs`, under `<out>/data/node-N/`), so that one of
+them can fail while the broker keeps serving the other.
 
 Ensemble mode (`zookeeper_servers` > 1): an embedded ensemble (adapters/zookeeper/ensemble.py)
 instead of one server; each node then has one proxy per member (a `ProxyGroup`, faulted as one
@@ -25,6 +28,7 @@ import asyncio
 import base64
 import json
 import logging
+import shutil
 import signal
 import time
 import uuid
@@ -40,16 +44,22 @@ from adapters.sim.chaos.config import ChaosConfig
 
 log = logging.getLogger("kctl.chaos")
 
+LOG_DIRS = 2  # per node
+LOG_DIR_FAILURES = ("deleted", "replaced by a file")
+
 
 class _ProxiedNodes(LocalCluster):
-    """`LocalCluster` whose node N connects through its own proxy (`connects[N]`)."""
+    """`LocalCluster` whose node N connects through its own proxy (`connects[N]`) and keeps its
+    replicas in the log dirs `log_dirs[N]`."""
 
-    def __init__(self, connects: dict[int, str], base: Path, settings: dict):
+    def __init__(self, connects: dict[int, str], log_dirs: dict[int, list[Path]], base: Path, settings: dict):
         super().__init__("unused", base, settings=settings)
         self.connects = connects
+        self.log_dirs = log_dirs
 
     def node_args(self, broker_id: int, rack: str | None = None, settings: dict | None = None) -> list[str]:
-        args = super().node_args(broker_id, rack, settings)
+        dirs = {"log.dirs": ",".join(str(d) for d in self.log_dirs[broker_id])}
+        args = super().node_args(broker_id, rack, {**dirs, **(settings or {})})
         args[args.index("--zookeeper") + 1] = self.connects[broker_id]
         return args
 
@@ -109,6 +119,8 @@ class Fleet:
         self.on_purpose: set[int] = set()  # nodes stopped or killed by the harness right now
         self.paused: set[int] = set()
         self.unexpected_exits: list[dict] = []
+        self.log_dirs = {b: [base / "data" / f"node-{b}" / f"d{k}" for k in range(LOG_DIRS)] for b in self.ids}
+        self.failed_dirs: dict[int, set[Path]] = {}  # node -> its log dirs broken and not replaced yet
         self.zookeeper_down = False
         self._watcher: asyncio.Task | None = None
         self._zk_restart: asyncio.Future | None = None
@@ -158,7 +170,7 @@ class Fleet:
             else:
                 self.proxies[b] = await TcpProxy(self.zk_host, self.zk_port, name=f"proxy-{b}").start()
         connects = {b: f"{p.address}{self.chroot}" for b, p in self.proxies.items()}
-        self.nodes = _ProxiedNodes(connects, self.journals, self.config.node_settings())
+        self.nodes = _ProxiedNodes(connects, self.log_dirs, self.journals, self.config.node_settings())
         for b in self.ids:
             self.nodes.start_node(b)
         self._watcher = asyncio.create_task(self._watch_exits(), name="chaos-exit-watcher")
@@ -270,6 +282,52 @@ class Fleet:
                 self.zookeeper_down = False
         return time.monotonic() - started
 
+    # -- log dirs -----------------------------------------------------------------------------------
+
+    def replicas_in(self, d: Path) -> list[tuple[str, int]]:
+        """(topic, partition) of every replica directory in log dir `d` (`<topic>-<partition>`)."""
+        out = []
+        try:
+            entries = sorted(p.name for p in d.iterdir() if p.is_dir())
+        except OSError:
+            return out
+        for name in entries:
+            topic, sep, p = name.rpartition("-")
+            if sep and topic and p.isdigit():
+                out.append((topic, int(p)))
+        return out
+
+    def fail_log_dir(self, b: int, index: int, how: str) -> Path:
+        """Break node b's log dir `index` as a failed disk looks to a broker: the directory
+        deleted, or replaced by a plain file (every write into it fails). Returns the dir."""
+        d = self.log_dirs[b][index]
+        self.failed_dirs.setdefault(b, set()).add(d)
+        shutil.rmtree(d, ignore_errors=True)
+        if how == "replaced by a file":
+            d.write_text("this log dir failed (kctl chaos)\n")
+        return d
+
+    def replace_log_dirs(self, b: int) -> list[Path]:
+        """Node b's broken log dirs replaced by fresh empty ones (a new disk; call it while the
+        node is stopped: a running broker keeps a failed dir offline until it restarts)."""
+        replaced = sorted(self.failed_dirs.pop(b, ()))
+        for d in replaced:
+            if d.is_dir():
+                shutil.rmtree(d)
+            elif d.exists():
+                d.unlink()
+            d.mkdir(parents=True)
+        return replaced
+
+    async def replace_disk(self, b: int, timeout: float = 60) -> int | None:
+        """What an operator does about a failed disk: a controlled shutdown of the node (SIGTERM),
+        the failed dirs replaced by empty ones, the node started again. The exit code of the
+        shutdown (None: it did not exit within `timeout` and was killed)."""
+        code = await self.terminate(b, timeout) if self.running(b) else None
+        self.replace_log_dirs(b)
+        await self.start_node(b)
+        return code
+
     # -- ensemble member faults ------------------------------------------------------------------
     # Each runs the blocking part in a thread that a cancelled caller cannot stop (`heal_all`
     # waits for them), as `restart_zookeeper` does.
@@ -327,6 +385,8 @@ class Fleet:
         for b in self.ids:
             if b in self.paused:
                 self.resume(b)
+            if b in self.failed_dirs:
+                await self.replace_disk(b)
             if b in self.on_purpose and self.running(b):
                 # still on its way out (a controlled shutdown): let it finish, then restart it
                 node = self.process(b)

@@ -12,10 +12,11 @@ Phases (each shown on the live line):
    for `duration` seconds;
 3. heal: running faults are cancelled, then every proxy is opened, ZooKeeper is up, every node
    is running and resumed (`Fleet.heal_all`);
-4. settle: checks 1-4 (checks.py) plus "every node registered, a controller elected" are repeated
-   until they all pass or `settle_timeout` runs out; the time this took is "time to settle";
+4. settle: checks 1-4, 7 and 8 (checks.py) plus "every node registered, a controller elected"
+   are repeated until they all pass or `settle_timeout` runs out; the time this took is "time to
+   settle". Check 7 first does the operator's last verify of the throttled reassignments;
 5. audit: the nodes are stopped (SIGKILL: their journals hold every fsynced record) and the
-   journals replayed (checks 5 and 6).
+   journals replayed (checks 5, 6 and 9).
 
 Exit status of `kctl chaos`: 0 when every check passes, 1 otherwise.
 """
@@ -39,7 +40,7 @@ from adapters.sim.chaos import report as R
 from adapters.sim.chaos.config import ChaosConfig, stream
 from adapters.sim.chaos.faults import Claims, Faults
 from adapters.sim.chaos.fleet import Fleet
-from adapters.sim.chaos.workload import Workload
+from adapters.sim.chaos.workload import Workload, throttle_keys
 
 log = logging.getLogger("kctl.chaos")
 
@@ -218,7 +219,21 @@ class Run:
                            "{n} problem(s): nodes missing or no controller")
         return [cluster, K.check_leaders(view), K.check_reassignments(view, self.work.reassignments),
                 K.check_deletions(view, self.work.deletions), await K.check_metadata(view),
-                await K.check_kafka_client(view, holder)]
+                await K.check_kafka_client(view, holder), await self._check_throttles(cluster.ok),
+                await K.check_log_dirs(self.zk, self.fleet)]
+
+    async def _check_throttles(self, every_node_up: bool) -> K.Check:
+        """The operator's last verify (Workload.finish), once every node is registered, then
+        what is left of the throttles."""
+        if not every_node_up:
+            return K.check_throttles("waiting for every node to register", [], [])
+        try:
+            before = await self.work.finish()
+        except admin.AdminError as exc:
+            return K.check_throttles(str(exc), [], [])
+        except admin.ToolFailure as exc:
+            return K.check_throttles(f"the last verify failed: {exc}", [], [])
+        return K.check_throttles(None, await throttle_keys(self.zk), before)
 
     async def _audit(self) -> list[K.Check]:
         self.phase = "replay"
@@ -233,7 +248,8 @@ class Run:
         else:
             replayed = K.Check("replay", True, "not run (--replay none)")
         self.timings["replay"] = time.monotonic() - started
-        return [replayed, K.check_processes(self.fleet.unexpected_exits)]
+        return [replayed, K.check_processes(self.fleet.unexpected_exits),
+                K.check_log_dir_failures(self.faults.log_dir_problems, self.faults.log_dir_checked)]
 
     # -- the report ------------------------------------------------------------------------------
 
@@ -256,6 +272,10 @@ class Run:
             "faults": dict(sorted(self.faults.injected.items())),
             "faults_skipped": dict(sorted(self.faults.skipped.items())),
             "admin": {k: dict(v) for k, v in sorted(self.work.outcomes.items())},
+            "throttles": dict(sorted(self.work.throttles.items())),
+            "log_dir_failures_checked": self.faults.log_dir_checked,
+            # per failure whose dir held leaders: seconds until its replicas were all offline
+            "log_dir_failures_handled_s": [round(x, 2) for x in self.faults.log_dir_offline_s],
             "deletions_requested": sorted(self.work.deletions),
             "checks": [c.to_json() for c in found],
             "violations": sum(c.count for c in found if not c.ok),

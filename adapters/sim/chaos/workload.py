@@ -17,11 +17,26 @@ restart. Each operation ends in one of three outcomes:
 | add-partitions | 1 to 4 more partitions for an existing topic |
 | delete-topic | mark a `chaos-<n>` topic for deletion (the `base-*` topics stay) |
 | reassign | move 1 to 4 partitions of a topic to other live brokers |
+| reassign-throttled | the same with `--throttle` (2.5 to 10 MB/s: a simulated replica copies `simulated.partition.bytes`); while that reassignment runs, rerunning it changes the rate |
+| verify-reassignment | `--verify` of the last reassignment; once every partition of a throttled one completed, the throttle is removed (`Throttle was removed.`) |
+| alter-topic-config | `kctl configs --entity-type topics --alter`: `unclean.leader.election.enable` set true or false or deleted, `min.insync.replicas` set or deleted |
+| alter-broker-default | `kctl configs --entity-type brokers --entity-default --alter`: the cluster default `unclean.leader.election.enable` set true or false or deleted |
 | preferred-election | ElectLeaders(PREFERRED) for one topic, or for every partition |
 | controlled-shutdown | SIGTERM a node, wait for its exit (code 0 expected), restart it |
 
 The draws use a fixed number of random numbers per operation; what they pick among (the topics,
 the live brokers) is read from ZooKeeper at that moment.
+
+Throttles are handled as the tool tells an operator to ("You must run Verify periodically, until
+the reassignment completes, to ensure the throttle is removed"): a throttled reassignment stays
+`throttled` (pending) until a verify finds it completed and removes the throttle; a new
+reassignment verifies the pending one first and waits for it. If a partition of it failed (its
+topic was deleted meanwhile), verify keeps the throttle, as Kafka's does, and the operator
+removes it by hand (`kctl configs --delete-config`, the same keys). `finish()` is the end of the
+soak: the pending throttle verified away, then the last throttled reassignment verified once
+more with every broker up (verify removes the rate only from brokers registered at that
+moment). Replica lists of earlier reassignments are not removed again: their own verify must
+have done it.
 """
 from __future__ import annotations
 
@@ -35,6 +50,8 @@ from typing import Callable, NamedTuple
 from controller_core.values import TopicPartition
 
 from adapters import admin
+from adapters.admin import configs, throttle
+from adapters.znodes import dynconfig
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import NoNode, ZkError, ZkSession
 from adapters.sim.chaos.faults import SETTLE_AFTER, Claims
@@ -46,10 +63,16 @@ WEIGHTS = {
     "create-topic": 2,
     "add-partitions": 2,
     "delete-topic": 2,
-    "reassign": 3,
+    "reassign": 2,
+    "reassign-throttled": 2,
+    "verify-reassignment": 2,
     "preferred-election": 2,
     "controlled-shutdown": 1,
+    "alter-topic-config": 2,
+    "alter-broker-default": 1,
 }
+THROTTLE_RANGE = (2_500_000, 10_000_000)  # bytes/s
+MIN_ISR = "min.insync.replicas"
 OPERATION_TIMEOUT = 30.0
 SHUTDOWN_TIMEOUT = 120.0  # 4 ControlledShutdown attempts of up to 30 s each
 
@@ -78,6 +101,10 @@ class Workload:
         self.outcomes: dict[str, Counter[str]] = defaultdict(Counter)
         self.deletions: dict[str, float] = {}  # topic -> when its deletion was requested
         self.reassignments: dict[TopicPartition, tuple[int, ...]] = {}  # the last target requested
+        self.last_file: list[tuple[TopicPartition, tuple[int, ...]]] = []  # the last reassignment executed
+        self.throttled: list[tuple[TopicPartition, tuple[int, ...]]] | None = None  # its throttle not removed yet
+        self.last_throttled: list[tuple[TopicPartition, tuple[int, ...]]] = []  # the last one verified away
+        self.throttles = Counter()  # set, rate-changed, removed, removed-by-hand
         self.created = 0
         self.shutdowns: set[asyncio.Task] = set()
 
@@ -121,6 +148,7 @@ class Workload:
             return  # nothing to do (no topic to pick, no node free)
         self.outcomes[d.kind][outcome] += 1
         self.record("admin", d.kind, outcome=outcome, detail=detail)
+
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -169,24 +197,114 @@ class Workload:
         self.deletions[topic] = time.time()
         return "ok", topic
 
-    async def _reassign(self, d: Draw):
+    async def _reassign(self, d: Draw, throttle: bool = False):
         topics = await self._topics()
         if not topics:
             return None, ""
+        pick = random.Random(d.seed)
+        rate = pick.randrange(*THROTTLE_RANGE)
+        if await admin.reassignment_running(self.zk):
+            if throttle and self.throttled is not None:
+                # Kafka's executeAssignment on a running reassignment: only its rate changes
+                await admin.change_reassignment_throttle(self.zk, self.throttled, rate)
+                self.throttles["rate-changed"] += 1
+                return "ok", f"rate of the running reassignment changed to {rate} B/s"
+            raise admin.AdminError("There is an existing assignment running.")
+        if self.throttled is not None:
+            outcome, detail = await self._verify_throttled()
+            if self.throttled is not None:
+                raise admin.AdminError(f"the throttled reassignment before is not verified yet ({detail})")
         topic = topics[int(d.a * len(topics))]
         assignment = await self._assignment(topic)
         live = sorted(await admin.live_brokers(self.zk))
-        pick = random.Random(d.seed)
         count = min(len(assignment), 1 + int(d.b * 4))
         entries = []
         for p in sorted(pick.sample(sorted(assignment), count)):
             rf = len(assignment[p].target_replicas)
             if rf > len(live):
                 raise admin.AdminError(f"{len(live)} live brokers cannot hold {rf} replicas")
-            entries.append((TopicPartition(topic, p), pick.sample(live, rf)))
-        await admin.execute_reassignment(self.zk, entries)
-        self.reassignments.update((tp, tuple(r)) for tp, r in entries)
-        return "ok", ", ".join(f"{tp} -> {','.join(map(str, r))}" for tp, r in entries)
+            entries.append((TopicPartition(topic, p), tuple(pick.sample(live, rf))))
+        if throttle:
+            self.throttled = entries  # from here on a throttle may be written: verify must clear it
+        try:
+            await admin.execute_reassignment(self.zk, entries, throttle=rate if throttle else None)
+        except admin.AdminError:
+            if throttle:
+                self.throttled = None  # refused before anything was written
+            raise
+        if throttle:
+            self.throttles["set"] += 1
+        self.last_file = entries
+        self.reassignments.update(entries)
+        moves = ", ".join(f"{tp} -> {','.join(map(str, r))}" for tp, r in entries)
+        return "ok", moves + (f" (throttle {rate} B/s)" if throttle else "")
+
+    async def _reassign_throttled(self, d: Draw):
+        return await self._reassign(d, throttle=True)
+
+    async def _verify_reassignment(self, d: Draw):
+        if self.throttled is not None:
+            return await self._verify_throttled()
+        if not self.last_file:
+            return None, ""
+        statuses = await admin.verify_reassignment(self.zk, self.last_file)
+        return "ok", _statuses(statuses)
+
+    async def _verify_throttled(self):
+        """`--verify` of the pending throttled reassignment (its throttle removed once it completed)."""
+        entries = self.throttled
+        statuses = await admin.verify_reassignment(self.zk, entries)
+        detail = _statuses(statuses)
+        if any(s == admin.REASSIGNMENT_IN_PROGRESS for _, s in statuses):
+            return "ok", detail
+        topics = [tp.topic for tp, _ in entries]
+        if all(s == admin.REASSIGNMENT_COMPLETED for _, s in statuses):
+            removed = await admin.remove_reassignment_throttle(self.zk, topics)
+            self.throttles["removed"] += 1
+            detail += "; Throttle was removed." if removed else "; no throttle left to remove"
+        else:
+            # verify keeps the throttle when a partition failed: the operator removes it by hand
+            await admin.remove_reassignment_throttle(self.zk, topics)
+            self.throttles["removed-by-hand"] += 1
+            detail += "; throttle removed by hand (kctl configs --delete-config)"
+        self.throttled = None
+        self.last_throttled = entries
+        return "ok", detail
+
+    async def finish(self) -> list[str]:
+        """The operator's last steps once every node is back: the pending throttled reassignment
+        verified (its throttle removed once it completed), then the last throttled one verified
+        again, now with every broker registered: the removal `--verify` makes (the rate from
+        every broker, the replica lists from that reassignment's topics). Returns the throttle
+        keys found before that last removal: rates left on brokers that were down when their
+        reassignment was verified (Kafka's verify does not reach them either), and anything an
+        earlier verify failed to remove. Raises AdminError while the pending reassignment is
+        still in progress."""
+        if self.throttled is not None:
+            await self._verify_throttled()
+            if self.throttled is not None:
+                raise admin.AdminError("the last throttled reassignment is still in progress")
+        left = await throttle_keys(self.zk)
+        if self.last_throttled and left:
+            await admin.remove_reassignment_throttle(self.zk, sorted({tp.topic for tp, _ in self.last_throttled}))
+        return left
+
+    # -- dynamic configs -----------------------------------------------------------------------------
+
+    async def _alter_topic_config(self, d: Draw):
+        topics = await self._topics()
+        if not topics:
+            return None, ""
+        topic = topics[int(d.b * len(topics))]
+        rf = len(next(iter((await self._assignment(topic)).values())).replicas)
+        add, delete = _config_change(d.a, rf)
+        await configs.alter_config(self.zk, dynconfig.TOPICS, topic, add, delete)
+        return "ok", f"topic {topic}: " + _shown(add, delete)
+
+    async def _alter_broker_default(self, d: Draw):
+        add, delete = _config_change(d.a * 0.6, None)  # the unclean part of the table only
+        await configs.alter_config(self.zk, dynconfig.BROKERS, dynconfig.DEFAULT_ENTITY, add, delete)
+        return "ok", "cluster default: " + _shown(add, delete)
 
     async def _preferred_election(self, d: Draw):
         if d.a < 0.3:
@@ -227,3 +345,36 @@ class Workload:
             return outcome, detail
         finally:
             self.claims.nodes.discard(b)
+
+
+def _statuses(statuses) -> str:
+    counts = Counter(s for _, s in statuses)
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def _config_change(a: float, rf: int | None) -> tuple[dict[str, str], list[str]]:
+    """What `a` (0-1) picks: unclean election on, off or back to the default; then (topics
+    only) `min.insync.replicas` set to 1..rf or back to the default."""
+    if a < 0.25:
+        return {dynconfig.UNCLEAN_KEY: "true"}, []
+    if a < 0.45:
+        return {dynconfig.UNCLEAN_KEY: "false"}, []
+    if a < 0.6 or rf is None:
+        return {}, [dynconfig.UNCLEAN_KEY]
+    if a < 0.85:
+        return {MIN_ISR: str(1 + int((a - 0.6) / 0.25 * rf) % rf)}, []
+    return {}, [MIN_ISR]
+
+
+def _shown(add: dict, delete: list) -> str:
+    return ", ".join([f"{k}={v}" for k, v in add.items()] + [f"{k} deleted" for k in delete])
+
+
+async def throttle_keys(zk: ZkSession) -> list[str]:
+    """Every throttle key in `/config/topics/*` and `/config/brokers/*`, as `<type>/<name>: key`."""
+    out = []
+    for entity_type, keys in ((dynconfig.TOPICS, throttle.REPLICA_KEYS), (dynconfig.BROKERS, throttle.RATE_KEYS)):
+        for name in await dynconfig.entity_names(zk, entity_type):
+            config, _ = await dynconfig.read_config(zk, entity_type, name)
+            out.extend(f"{entity_type}/{name}: {k}" for k in keys if k in config)
+    return out

@@ -76,7 +76,8 @@ def test_every_documented_kafka_metric_is_named_by_the_mapping_and_the_issue_lis
                  "GlobalTopicCount", "GlobalPartitionCount", "TopicsToDeleteCount", "ReplicasToDeleteCount",
                  "TopicsIneligibleToDeleteCount", "ReplicasIneligibleToDeleteCount", "ControllerState",
                  "EventQueueSize", "EventQueueTimeMs", "LeaderElectionRateAndTimeMs",
-                 "UncleanLeaderElectionsPerSec", "QueueSize", "TotalQueueSize"):
+                 "UncleanLeaderElectionsPerSec", "QueueSize", "TotalQueueSize", "LogDirChangeRateAndTimeMs",
+                 "UncleanLeaderElectionEnableRateAndTimeMs", "ControllerShutdownRateAndTimeMs"):
         assert metric(name).jmx.split("name=")[1].split(",")[0] == name
     assert len({d.name for d in METRICS}) == len(METRICS)
     # Kafka 2.4's ControllerState numbers

@@ -1,5 +1,6 @@
 """The chaos soak's checks fail when they should: values for the ZooKeeper checks, a real broker
-over the control channel for the metadata check."""
+over the control channel for the metadata check, a real ZooKeeper for the throttle keys; and the
+fleet's failed and replaced log dirs on the file system."""
 from __future__ import annotations
 
 import pytest
@@ -11,10 +12,16 @@ from adapters.sim.chaos.checks import (
     ClusterView,
     check_deletions,
     check_leaders,
+    check_log_dirs,
+    check_log_dir_failures,
     check_metadata,
     check_processes,
     check_reassignments,
+    check_throttles,
 )
+from adapters.sim.chaos.config import ChaosConfig
+from adapters.sim.chaos.fleet import Fleet
+from adapters.sim.chaos.workload import _config_change, throttle_keys
 from adapters.sim.chaos.report import log_stats
 from controller_core import commands as C
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
@@ -130,3 +137,73 @@ def test_processes_and_log_stats(tmp_path):
     assert log_stats([tmp_path / "node-1.log", tmp_path / "missing.log"]) == {
         "controller_terms": 2, "last_epoch": 7, "resignations": {"ZooKeeper session expired": 1},
         "fenced_writes": 1}
+
+
+def test_throttles_fail_on_a_key_left_or_an_unverified_reassignment():
+    assert check_throttles(None, [], []).ok
+    passed = check_throttles(None, [], ["brokers/4: leader.replication.throttled.rate"])
+    assert passed.ok and "1 left by verifies made while a broker was down, removed by it" in passed.detail
+    left = check_throttles(None, ["topics/t: follower.replication.throttled.replicas"], [])
+    assert not left.ok and left.problems == ("topics/t: follower.replication.throttled.replicas is left",)
+    pending = check_throttles("the last throttled reassignment is still in progress", [], [])
+    assert not pending.ok and pending.count == 1
+
+
+def test_log_dir_failures_fail_when_a_partition_stayed_led_from_the_failed_dir():
+    assert check_log_dir_failures([], 3).ok
+    failed = check_log_dir_failures(["node 2: 1 partition(s) still led from its failed log dir d0"], 2)
+    assert not failed.ok and failed.count == 1
+
+
+def test_a_failed_log_dir_is_deleted_or_a_file_until_the_disk_is_replaced(tmp_path):
+    fleet = Fleet(ChaosConfig(duration=1, seed=1, nodes=2), tmp_path)
+    for d in fleet.log_dirs[1]:
+        (d / "t-0").mkdir(parents=True)
+    (fleet.log_dirs[1][0] / "u-12").mkdir()
+    (fleet.log_dirs[1][0] / "not-a-replica").write_text("")
+    assert fleet.replicas_in(fleet.log_dirs[1][0]) == [("t", 0), ("u", 12)]
+    gone = fleet.fail_log_dir(1, 0, "deleted")
+    as_file = fleet.fail_log_dir(1, 1, "replaced by a file")
+    assert not gone.exists() and as_file.is_file() and fleet.replicas_in(gone) == []
+    assert fleet.replace_log_dirs(1) == sorted([gone, as_file])
+    assert all(d.is_dir() and not any(d.iterdir()) for d in fleet.log_dirs[1])  # fresh, empty
+    assert fleet.failed_dirs == {} and fleet.replace_log_dirs(1) == []
+
+
+def test_config_changes_drawn_are_valid_kctl_configs_alters():
+    from adapters.admin.configs import validated
+
+    for a in [i / 100 for i in range(100)]:
+        for rf in (1, 2, 3):
+            add, delete = _config_change(a, rf)
+            assert validated("topics", add, delete) == (add, delete)
+            if "min.insync.replicas" in add:
+                assert 1 <= int(add["min.insync.replicas"]) <= rf
+        add, delete = _config_change(a * 0.6, None)
+        assert set(add) | set(delete) == {"unclean.leader.election.enable"}
+        assert validated("brokers", add, delete) == (add, delete)
+
+
+async def test_throttle_keys_lists_every_throttle_key_and_nothing_else(admin):
+    from adapters.znodes import dynconfig as D
+
+    await D.change_config(admin, D.TOPICS, "t", {D.LEADER_THROTTLED_REPLICAS: "0:1", "min.insync.replicas": "2"})
+    await D.change_config(admin, D.BROKERS, "2", {D.FOLLOWER_THROTTLED_RATE: "100"})
+    await D.change_config(admin, D.BROKERS, D.DEFAULT_ENTITY, {D.UNCLEAN_KEY: "true"})
+    assert await throttle_keys(admin) == ["topics/t: leader.replication.throttled.replicas",
+                                          "brokers/2: follower.replication.throttled.rate"]
+
+
+async def test_log_dirs_fail_on_an_unconsumed_notification_or_a_dir_not_replaced(admin, tmp_path):
+    fleet = Fleet(ChaosConfig(duration=1, seed=1, nodes=2), tmp_path)
+    for dirs in fleet.log_dirs.values():
+        for d in dirs:
+            d.mkdir(parents=True)
+    assert (await check_log_dirs(admin, fleet)).ok
+    await admin.create("/log_dir_event_notification/log_dir_event_", b'{"version":1,"broker":2,"event":1}',
+                       sequential=True, make_parents=True)
+    fleet.fail_log_dir(2, 1, "replaced by a file")
+    result = await check_log_dirs(admin, fleet)
+    assert not result.ok and result.count == 2
+    assert result.problems[0].startswith("/log_dir_event_notification still holds log_dir_event_")
+    assert result.problems[1] == "node 2: log dir(s) d1 not replaced"
