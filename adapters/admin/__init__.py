@@ -32,9 +32,6 @@ from adapters.admin.topics import (
     list_topics,
 )
 from adapters.admin.reassign import (
-    change_reassignment_throttle,
-    reassignment_running,
-    remove_reassignment_throttle,
     REASSIGNMENT_COMPLETED,
     REASSIGNMENT_FAILED,
     REASSIGNMENT_IN_PROGRESS,
@@ -49,9 +46,6 @@ from adapters.admin.reassign import (
 from adapters.admin.elect import ELECTION_NOT_NEEDED, controller_request, elect_leaders
 
 __all__ = [
-    "change_reassignment_throttle",
-    "reassignment_running",
-    "remove_reassignment_throttle",
     "AdminError",
     "ToolFailure",
     "ControllerUnavailable",

@@ -309,7 +309,7 @@ def check_throttles(pending: str | None, left: list[str], before: list[str]) -> 
 
 async def check_log_dirs(zk: ZkSession, fleet) -> Check:
     problems = []
-    events = await _children(zk, LOG_DIR_EVENT_NOTIFICATION)
+    events = await read_children(zk, LOG_DIR_EVENT_NOTIFICATION)
     if events:
         problems.append(f"/log_dir_event_notification still holds {', '.join(events[:5])}")
     for b, dirs in sorted(fleet.log_dirs.items()):
