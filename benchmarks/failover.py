@@ -54,7 +54,8 @@ import time
 from pathlib import Path
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from benchmarks import floors
+from adapters.sim import stock_client
+from benchmarks import client_visible, floors
 from benchmarks.meters import CPU_GROUPS, CpuMeter, PeakRss
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession, force_expire
@@ -164,6 +165,7 @@ class BenchCluster:
         self.mode = mode
         self.probe = probe
         self.nodes: dict[int, ClusterNode] = {}
+        self.client: client_visible.MetadataPoller | None = None  # the client-visible end, where measured
         self.topics = [f"bench-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
 
     def in_process(self, broker_id: int) -> bool:
@@ -272,7 +274,27 @@ class BenchCluster:
         return ctrl is not None and all(info.leader_isr is not None and len(info.leader_isr.isr) == 3
                                         for info in ctrl.loop.state.partitions.values())
 
+    async def start_client(self, admin: ZkSession, interval_ms: float) -> None:
+        """A stock client polling broker CLIENT_BROKER's metadata, in its own process
+        (benchmarks/client_visible.py)."""
+        data, stat = await admin.get(zkpaths.broker(CLIENT_BROKER))
+        info = zkdata.decode_broker(CLIENT_BROKER, data, stat.czxid)
+        self.client = client_visible.MetadataPoller(CLIENT_BROKER, f"{info.host}:{info.port}", interval_ms,
+                                                    self.base / "metadata-poller.log")
+        await self.client.start()
+
+    async def watch_client(self, condition: dict) -> None:
+        """Before t0: the poller is polling and has seen the state from before the fault."""
+        if self.client is not None:
+            await self.client.watch(condition)
+
+    async def client_seen(self) -> dict:
+        """After the run's end: the client-visible figures of the run (none where not measured)."""
+        return await self.client.seen(self.probe.t0) if self.client is not None else {}
+
     async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
         self.processes.stop_all()
         for node in self.nodes.values():
             if not node._stopping:
@@ -282,6 +304,9 @@ class BenchCluster:
 
 
 PREFERRED_BATCH = 10_000
+CLIENT_BROKER = 2
+"""The broker the stock client polls: a `kctl node` process in every scenario, never the victim
+nor a controller."""
 
 
 async def _absent(admin: ZkSession, path: str) -> bool:
@@ -311,31 +336,38 @@ async def run_broker_failure(cluster: BenchCluster) -> dict:
     victim = cluster.nodes[VICTIM]
     session_id, password = victim.zk.session_id, victim.zk.password
     await victim.crash()
+    await cluster.watch_client({"leaders_off": VICTIM, "partitions": cluster.partitions})
     cluster.probe.start()
     await force_expire(cluster.connect, session_id, password)
     survivors = [b for b in BROKERS if b != VICTIM]
     end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
                              lambda ctrl: _moved_off(ctrl, VICTIM))
+    seen = await cluster.client_seen()
     await victim.zk.close()
-    return _phases(cluster.probe, end, "BrokersChanged", E.PartitionStatesWritten)
+    return {**_phases(cluster.probe, end, "BrokersChanged", E.PartitionStatesWritten), **seen}
 
 
 async def run_controlled_shutdown(cluster: BenchCluster) -> dict:
     victim = cluster.processes.nodes[VICTIM]
+    await cluster.watch_client({"leaders_off": VICTIM, "partitions": cluster.partitions})
     cluster.probe.start()
     victim.signal(signal.SIGTERM)  # `kctl node` asks the controller, then leaves
     survivors = [b for b in BROKERS if b != VICTIM]
     end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
                              lambda ctrl: _moved_off(ctrl, VICTIM))
+    seen = await cluster.client_seen()
     if await asyncio.to_thread(victim.wait, 60) != 0:  # restore() starts it again
         raise RuntimeError(f"broker {VICTIM} did not shut down cleanly (see its log in the run's directory)")
-    return _phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten)
+    return {**_phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten), **seen}
 
 
 async def run_controller_failover(cluster: BenchCluster) -> dict:
     old = cluster.controller()
     session_id, password = old.zk.session_id, old.zk.password
     await old.crash()
+    # no leader moves (broker 1 leads everything and survives): what a client can see change is
+    # the controller id in the metadata
+    await cluster.watch_client({"controller_not": old.broker_id})
     cluster.probe.start()
     await force_expire(cluster.connect, session_id, password)
     await until(lambda: cluster.controller() is not None and cluster.controller() is not old, 60, "a new controller")
@@ -348,8 +380,9 @@ async def run_controller_failover(cluster: BenchCluster) -> dict:
     end = await _until_acked(cluster, C.SendUpdateMetadata, "UpdateMetadata", others,
                              lambda ctrl: ctrl is new and len(ctrl.loop.state.partitions) == cluster.partitions,
                              decided_by=E.ControllerElected)
+    seen = await cluster.client_seen()
     await old.zk.close()
-    return _phases(cluster.probe, end, "ControllerElected", E.ControllerElected)
+    return {**_phases(cluster.probe, end, "ControllerElected", E.ControllerElected), **seen}
 
 
 def _moved_off(ctrl: ClusterNode, broker: int) -> bool:
@@ -441,6 +474,8 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
     if unprepared is not None:
         out["unprepared_ms"] = unprepared["total_ms"]
         out["unprepared_phases_ms"] = unprepared["phases_ms"]
+    if samples and "client_visible_ms" in samples[0]:
+        out.update(client_visible.summarize(samples, unprepared))
     return out
 
 
@@ -478,6 +513,13 @@ async def run(args, console) -> dict:
         except floors.JavaFloorAbsent as exc:
             results["absent"]["java-floor"] = str(exc)
             console.print(f"  java-floor is absent: {exc}")
+    if any(m in client_visible.MODES for m in args.modes):
+        reason = "not measured (--no-client)" if args.no_client else client_visible.absent_reason()
+        if reason:
+            results["absent"]["client-visible"] = reason
+            console.print(f"  the client-visible end is absent: {reason}")
+        else:
+            results["environment"]["stock_client"] = stock_client.client_version()
     console.print(f"  {PREPARED_NOTE}")
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -557,6 +599,8 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     unprepared = None
     try:
         await cluster.setup(admin, progress)
+        if client_modes(args) and mode in client_visible.MODES:
+            await cluster.start_client(admin, args.client_poll_ms)
         task = progress.add_task(f"[{mode}] {scenario}", total=args.runs + (0 if args.no_unprepared else 1))
         for _ in range(args.runs):
             await cluster.restore(admin)
@@ -573,6 +617,12 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
         await cluster.close()
         await admin.close()
     return samples, unprepared
+
+
+def client_modes(args) -> bool:
+    """Whether this run measures the client-visible end (where its modes run and the client is
+    installed)."""
+    return not args.no_client and client_visible.absent_reason() is None
 
 
 def ratios(results: dict) -> dict:
@@ -609,14 +659,15 @@ def table(results: dict, console) -> None:
     for size in results["sizes"]:
         by_size = results["by_partitions"][str(size)]
         t = Table(title=f"Failover latency, {size:,} partitions, {results['runs']} runs (median ms)")
-        for col in ("scenario", "mode", "median", "min", "max", "unprepared", *PHASES, *cpu_cols):
+        for col in ("scenario", "mode", "median", "min", "max", "unprepared", "client-visible", *PHASES, *cpu_cols):
             t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
         for scenario, modes in by_size["scenarios"].items():
             for mode, s in modes.items():
                 cpu = s.get("cpu") or {}
                 busy = cpu.get("cores_busy")
                 t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
-                          ms(s.get("unprepared_ms")), *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
+                          ms(s.get("unprepared_ms")), client_cell(results, mode, s),
+                          *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
                           *(ms(cpu.get(f"{g}_ms")) for g in CPU_GROUPS), "-" if busy is None else f"{busy:.0%}",
                           ms(s.get("peak_rss_mb")))
         console.print(t)
@@ -624,10 +675,24 @@ def table(results: dict, console) -> None:
             console.print(f"{size:,} {scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
     for mode, reason in results["absent"].items():
         console.print(f"{mode}: absent ({reason})")
+    if "stock_client" in results["environment"]:
+        console.print(f"client-visible: when a stock client ({results['environment']['stock_client']}) polling "
+                      f"broker {CLIENT_BROKER}'s metadata first saw every new leader (controller-failover: the new "
+                      "controller id), from t0; measured in the batched and kafka-2.4 runs")
     for size, skipped in results["skipped"].items():
         for mode, reason in skipped.items():
             console.print(f"{int(size):,} partitions, {mode}: not run ({reason})")
     console.print(results["note"])
+
+
+def client_cell(results: dict, mode: str, s: dict) -> str:
+    """The client-visible column: the median, `absent` where it could not be measured (the
+    reason is printed under the table), `-` for the modes it is not measured in."""
+    if "client_visible_median_ms" in s:
+        return f"{s['client_visible_median_ms']:.0f}"
+    if mode in client_visible.MODES and "client-visible" in results["absent"]:
+        return "absent"
+    return "-"
 
 
 TARGETS_MS = {"broker-failure": 500, "controlled-shutdown": 500, "controller-failover": 2000}
@@ -644,6 +709,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import patheffects
 
     partitions = partitions or results["partitions"]
     by_size = results["by_partitions"][str(partitions)]
@@ -651,13 +717,15 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
     fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios), 7.5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     slow = ("sequential",)
+    client_labelled = False
     for col, scenario in enumerate(scenarios):
         modes = by_size["scenarios"][scenario]
         names = list(modes)
         top, bottom = axes[0][col], axes[1][col]
         # the panel's height: everything but a slow pattern's bar far above the rest
         target = TARGETS_MS.get(scenario) if partitions == 10_000 else None
-        heights = {m: max(s["median_ms"], sum(s["phases_ms"].values())) for m, s in modes.items()}
+        heights = {m: max(s["median_ms"], sum(s["phases_ms"].values()), s.get("client_visible_median_ms", 0.0))
+                   for m, s in modes.items()}
         usual = [h for m, h in heights.items() if m not in slow] or list(heights.values())
         limit = 1.25 * max(usual + ([target] if target else []))
         cpu_heights = {m: max(s["median_ms"], (s.get("cpu") or {}).get("total_ms") or 0.0) for m, s in modes.items()}
@@ -678,6 +746,12 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
             else:
                 top.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2,
                          label="end to end (median)" if col == 0 and x == 0 else None)
+                if "client_visible_median_ms" in s:
+                    # dotted black on a white halo: readable over any phase's colour
+                    top.plot([x - 0.4, x + 0.4], [s["client_visible_median_ms"]] * 2, color="black", linewidth=2,
+                             linestyle=(0, (1, 1)), zorder=5, label="client-visible (median)" if not client_labelled else None,
+                             path_effects=[patheffects.Stroke(linewidth=4, foreground="white"), patheffects.Normal()])
+                    client_labelled = True
             cpu = s.get("cpu") or {}
             cbase = 0.0
             for j, group in enumerate(CPU_GROUPS):
@@ -817,11 +891,18 @@ def add_command(sub, usage_error) -> None:
     f.add_argument("--no-unprepared", action="store_true",
                    help="skip the extra run per scenario and mode that starts without gc.collect() and a sleep")
     f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
+    f.add_argument("--client-poll-ms", type=float, default=client_visible.DEFAULT_INTERVAL_MS,
+                   help="the stock client's pause between metadata polls, for the client-visible end of the "
+                        f"batched and kafka-2.4 runs (default {client_visible.DEFAULT_INTERVAL_MS})")
+    f.add_argument("--no-client", action="store_true",
+                   help="do not measure the client-visible end (no metadata poller beside the cluster)")
 
     def cmd(args) -> int:
         args.partitions = _sizes(str(args.partitions), usage_error)
         if args.runs <= 0:
             raise usage_error("--runs must be positive")
+        if not 0 < args.client_poll_ms <= 10_000:
+            raise usage_error("--client-poll-ms must be above 0 and at most 10000")
         args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
         args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         for s in args.scenarios:
