@@ -23,6 +23,14 @@ over the product's connection code), `java-floor` (ZooKeeper's own Java client: 
 limit on this machine) and `aiozk-reference` (aiozk's high-level transactions, a reference, not
 a floor).
 
+The client-visible end (benchmarks/client_visible.py), in the batched and kafka-2.4 runs: a
+stock Kafka client (librdkafka, through confluent-kafka), in a process of its own, polls the
+metadata of broker 2 (a surviving broker process in every scenario) every 10 ms
+(`--client-poll-ms`) and stamps the first answer that shows every partition led by a broker other
+than the victim (controller-failover: a controller id other than the old one). It is reported
+beside the end above (`client_visible_*` keys), not instead of it: the end above waits for every
+broker's acknowledgement, the client for the one broker it asks.
+
 Each measured cluster run starts right after `gc.collect()` and a 0.5 s sleep (`restore()`), so
 that a collection left over from restoring the cluster does not land in it; one more run per
 scenario and mode starts without them (`unprepared_ms`): the figure a user meets. `--partitions`
