@@ -159,6 +159,16 @@ def satisfied(md, condition: dict) -> bool:
     return count == condition["partitions"]
 
 
+def describe(md, condition: dict) -> str:
+    """What a poll showed, for an error message."""
+    if "controller_not" in condition:
+        return f"controller {md.controller_id}"
+    leaders = [p.leader for t in md.topics.values() for p in t.partitions.values()]
+    off = condition["leaders_off"]
+    return (f"{len(leaders)} partitions of {condition['partitions']}, {leaders.count(off)} led by broker {off}, "
+            f"{leaders.count(-1)} leaderless")
+
+
 def _reply(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -217,7 +227,7 @@ def _watch(client: PinnedClient, condition: dict, timeout_s: float, interval_s: 
 
     deadline = time.perf_counter() + timeout_s
     polls: list[float] = []
-    last_error = None
+    last_error = last = None
     watching = False
     cpu0 = repins0 = None
     while True:
@@ -228,6 +238,7 @@ def _watch(client: PinnedClient, condition: dict, timeout_s: float, interval_s: 
             last_error, md = str(exc), None
         got = time.perf_counter()
         if md is not None:
+            last = md
             met = satisfied(md, condition)
             if watching:
                 polls.append(got - sent)
@@ -241,7 +252,9 @@ def _watch(client: PinnedClient, condition: dict, timeout_s: float, interval_s: 
                 _reply({"watching": got})
         if got > deadline:
             what = "the condition met" if watching else "the state from before t0"
-            return {"error": f"{what} not seen within {timeout_s:.0f} s ({len(polls)} polls; last error: {last_error})"}
+            shown = describe(last, condition) if last is not None else "no answer"
+            return {"error": f"{what} not seen within {timeout_s:.0f} s ({len(polls)} polls; the last showed "
+                             f"{shown}; last error: {last_error})"}
         time.sleep(interval_s)
 
 

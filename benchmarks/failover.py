@@ -25,11 +25,12 @@ a floor).
 
 The client-visible end (benchmarks/client_visible.py), in the batched and kafka-2.4 runs: a
 stock Kafka client (librdkafka, through confluent-kafka), in a process of its own, polls the
-metadata of broker 2 (a surviving broker process in every scenario) every 10 ms
-(`--client-poll-ms`) and stamps the first answer that shows every partition led by a broker other
-than the victim (controller-failover: a controller id other than the old one). It is reported
-beside the end above (`client_visible_*` keys), not instead of it: the end above waits for every
-broker's acknowledgement, the client for the one broker it asks.
+metadata of broker 6 (a sixth broker process that hosts no replica, started in every cluster mode
+when the end is measured; see CLIENT_BROKER) every 10 ms (`--client-poll-ms`) and stamps the first
+answer that shows every partition led by a broker other than the victim (controller-failover: a
+controller id other than the old one). It is reported beside the end above (`client_visible_*`
+keys), not instead of it: the end above waits for the acknowledgements of brokers 1-5, the client
+for the UpdateMetadata of the one broker it asks.
 
 Each measured cluster run starts right after `gc.collect()` and a 0.5 s sleep (`restore()`), so
 that a collection left over from restoring the cluster does not land in it; one more run per
@@ -164,8 +165,12 @@ class Probe:
 
 
 class BenchCluster:
-    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str):
+    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str,
+                 client_broker: bool = False):
         self.scenario = scenario
+        # with the client-visible end, a broker that hosts no replica for the client to ask
+        # (CLIENT_BROKER); in every cluster mode, so that the modes run the same cluster
+        self.broker_ids = BROKERS + ((CLIENT_BROKER,) if client_broker else ())
         self.processes = LocalCluster(connect, base / "processes", settings=NODE_SETTINGS)
         self.connect = connect
         self.base = base
@@ -203,11 +208,11 @@ class BenchCluster:
         return (VICTIM, others[index % 4], others[(index + 1) % 4])
 
     async def setup(self, admin: ZkSession, progress) -> None:
-        for b in (5, 2, 3, 4, VICTIM):  # broker 5 first: it becomes the controller
+        for b in (5, 2, 3, 4, VICTIM, *self.broker_ids[len(BROKERS):]):  # broker 5 first: it becomes the controller
             await self.start_node(b)
             if b == 5:
                 await until(lambda: self.controller() is not None, 30, "the first controller")
-        await until(lambda: len(self.controller().loop.state.brokers) == len(BROKERS), 30, "all brokers")
+        await until(lambda: len(self.controller().loop.state.brokers) == len(self.broker_ids), 30, "all brokers")
         task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
         index = 0
         for topic in self.topics:
@@ -238,14 +243,14 @@ class BenchCluster:
         """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
         full ISRs, nothing in flight. With `prepare`, then a sleep and a full collection, so
         that the run starts without the garbage of the restore."""
-        for b in BROKERS:
+        for b in self.broker_ids:
             if self.in_process(b):
                 node = self.nodes.get(b)
                 if node is None or node._stopping:
                     await self.start_node(b)
             elif not self.processes.nodes[b].running():
                 await self.start_node(b)
-        await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+        await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(self.broker_ids),
                     60, "all brokers back")
         await until(self._isrs_full, 300, "ISRs complete")
         ctrl = self.controller()
@@ -256,7 +261,7 @@ class BenchCluster:
             await until(lambda: self.controller() is not None and self.controller().broker_id == 5, 60, "broker 5")
             await self.start_node(ctrl.broker_id)
         for attempt in range(10):
-            await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+            await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(self.broker_ids),
                         60, "all brokers back")
             await until(self._isrs_full, 300, "ISRs complete")
             tps = sorted(tp for tp, info in self.controller().loop.state.partitions.items()
@@ -312,9 +317,14 @@ class BenchCluster:
 
 
 PREFERRED_BATCH = 10_000
-CLIENT_BROKER = 2
-"""The broker the stock client polls: a `kctl node` process in every scenario, never the victim
-nor a controller."""
+CLIENT_BROKER = 6
+"""The broker the stock client polls: a sixth `kctl node` process, never the victim nor a
+controller, hosting no replica. It gets every UpdateMetadata, as every live broker does, but no
+LeaderAndIsr, so the end above never waits for it: after each UpdateMetadata the broker encodes
+its Metadata answer for every partition again, a long stretch of its event loop at 10,000
+partitions (`python -m benchmarks.kafka_metadata`), and a broker that also had LeaderAndIsr
+requests to acknowledge would answer them that much later, lengthening the very end the client's
+figure is reported beside."""
 
 
 async def _absent(admin: ZkSession, path: str) -> bool:
@@ -599,7 +609,8 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
     chroot_connect = f"{connect}/bench-{scenario}-{mode}-{partitions}-{os.getpid()}-{time.monotonic_ns()}"
     probe = Probe()
-    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario)
+    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario,
+                           client_broker=client_measured(args))
     probe.meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
                                     "brokers": [n.pid for n in cluster.processes.nodes.values() if n.running()]})
     admin = await ZkSession.connect(chroot_connect)
@@ -607,7 +618,7 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     unprepared = None
     try:
         await cluster.setup(admin, progress)
-        if client_modes(args) and mode in client_visible.MODES:
+        if client_measured(args) and mode in client_visible.MODES:
             await cluster.start_client(admin, args.client_poll_ms)
         task = progress.add_task(f"[{mode}] {scenario}", total=args.runs + (0 if args.no_unprepared else 1))
         for _ in range(args.runs):
@@ -627,10 +638,11 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     return samples, unprepared
 
 
-def client_modes(args) -> bool:
-    """Whether this run measures the client-visible end (where its modes run and the client is
-    installed)."""
-    return not args.no_client and client_visible.absent_reason() is None
+def client_measured(args) -> bool:
+    """Whether this run measures the client-visible end: one of its modes is run, the client is
+    installed and not switched off."""
+    return (any(m in client_visible.MODES for m in args.modes) and not args.no_client
+            and client_visible.absent_reason() is None)
 
 
 def ratios(results: dict) -> dict:
