@@ -71,8 +71,9 @@ class MetadataPoller:
         with open(self.log_path, "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "benchmarks.client_visible", "--bootstrap", self.bootstrap,
-                "--broker-id", str(self.broker_id), "--interval-ms", str(self.interval_ms), stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=log, preexec_fn=lambda: die_with_parent(signal.SIGKILL))
+                "--broker-id", str(self.broker_id), "--interval-ms", str(self.interval_ms),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
+                preexec_fn=lambda: die_with_parent(signal.SIGKILL))
         ready = await self._answer(timeout, "the metadata poller to start")
         after = time.perf_counter()
         if "ready" not in ready:

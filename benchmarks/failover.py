@@ -207,21 +207,31 @@ class BenchCluster:
         others = [b for b in BROKERS if b != VICTIM]
         return (VICTIM, others[index % 4], others[(index + 1) % 4])
 
-    async def setup(self, admin: ZkSession, progress) -> None:
+    async def setup(self, admin: ZkSession, progress, client_poll_ms: float | None = None) -> None:
+        """Start the brokers and create the partitions, broker 1 leading each; with
+        `client_poll_ms`, start the metadata poller meanwhile (it takes a second or so)."""
         for b in (5, 2, 3, 4, VICTIM, *self.broker_ids[len(BROKERS):]):  # broker 5 first: it becomes the controller
             await self.start_node(b)
             if b == 5:
                 await until(lambda: self.controller() is not None, 30, "the first controller")
         await until(lambda: len(self.controller().loop.state.brokers) == len(self.broker_ids), 30, "all brokers")
-        task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
-        index = 0
-        for topic in self.topics:
-            count = min(PER_TOPIC, self.partitions - index)
-            parts = {p: ReplicaAssignment(self.assignment(index + p)) for p in range(count)}
-            await admin.create(zkpaths.topic(topic), zkdata.encode_topic_assignment(parts))
-            index += count
-        await until(lambda: self._settled(progress, task), 600, "partitions created")
-        progress.remove_task(task)
+        poller = asyncio.create_task(self.start_client(admin, client_poll_ms)) if client_poll_ms else None
+        try:
+            task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
+            index = 0
+            for topic in self.topics:
+                count = min(PER_TOPIC, self.partitions - index)
+                parts = {p: ReplicaAssignment(self.assignment(index + p)) for p in range(count)}
+                await admin.create(zkpaths.topic(topic), zkdata.encode_topic_assignment(parts))
+                index += count
+            await until(lambda: self._settled(progress, task), 600, "partitions created")
+            progress.remove_task(task)
+        except BaseException:
+            if poller is not None:
+                poller.cancel()  # close() ends its process
+            raise
+        if poller is not None:
+            await poller
 
     def _settled(self, progress=None, task=None) -> bool:
         ctrl = self.controller()
@@ -617,9 +627,8 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     samples = []
     unprepared = None
     try:
-        await cluster.setup(admin, progress)
-        if client_measured(args) and mode in client_visible.MODES:
-            await cluster.start_client(admin, args.client_poll_ms)
+        polled = client_measured(args) and mode in client_visible.MODES
+        await cluster.setup(admin, progress, args.client_poll_ms if polled else None)
         task = progress.add_task(f"[{mode}] {scenario}", total=args.runs + (0 if args.no_unprepared else 1))
         for _ in range(args.runs):
             await cluster.restore(admin)
