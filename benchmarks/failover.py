@@ -820,7 +820,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
 
 def scaling_chart(results: dict, path: Path) -> None:
     """End-to-end median against partitions, log-log, one panel per scenario, one line per
-    mode."""
+    mode, and a dotted one for the modes with a client-visible end."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -834,9 +834,14 @@ def scaling_chart(results: dict, path: Path) -> None:
         for i, mode in enumerate(MODES):
             points = [(size, results["by_partitions"][str(size)]["scenarios"].get(scenario, {}).get(mode))
                       for size in results["sizes"]]
-            points = [(size, s["median_ms"]) for size, s in points if s is not None]
+            measured = [(size, s) for size, s in points if s is not None]
+            points = [(size, s["median_ms"]) for size, s in measured]
             if points:
-                ax.plot(*zip(*points), marker=markers[i % len(markers)], label=mode if col == 0 else None)
+                line, = ax.plot(*zip(*points), marker=markers[i % len(markers)], label=mode if col == 0 else None)
+                seen = [(size, s["client_visible_median_ms"]) for size, s in measured if "client_visible_median_ms" in s]
+                if seen:  # the same mode's client-visible end, dotted in its colour
+                    ax.plot(*zip(*seen), marker=markers[i % len(markers)], linestyle=":", fillstyle="none",
+                            color=line.get_color(), label=f"{mode}, client-visible" if col == 0 else None)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(scenario)
@@ -844,7 +849,7 @@ def scaling_chart(results: dict, path: Path) -> None:
         ax.grid(True, which="both", linewidth=0.3)
         if col == 0:
             ax.set_ylabel("end-to-end median, ms")
-    fig.legend(loc="lower center", ncol=len(MODES), fontsize=8, frameon=False)
+    fig.legend(loc="lower center", ncol=min(len(axes[0][0].get_lines()), 5), fontsize=8, frameon=False)
     env = results["environment"]
     fig.suptitle(f"kctl failover against partitions, median of {results['runs']} runs ({env['cpu_count']} cores)")
     fig.tight_layout(rect=(0, 0.08, 1, 1))

@@ -36,3 +36,20 @@ def test_the_summary_keeps_every_run_and_their_median_min_max():
     assert s["client_visible_unprepared_ms"] == 150.0
     assert s["client_cpu_ms"] == 40.0 and s["client_repins"] == 1 and s["client_broker"] == 2
     assert "client_visible_unprepared_ms" not in summarize(samples, None)
+
+
+def test_both_charts_draw_the_client_visible_end(tmp_path):
+    """The phase chart marks each measured mode's client-visible median; the scaling chart
+    draws it as a dotted line per mode."""
+    from benchmarks.failover import PHASES, chart, scaling_chart
+
+    def record(ms, client=None):
+        s = {"median_ms": ms, "min_ms": ms, "max_ms": ms, "phases_ms": {p: ms / len(PHASES) for p in PHASES}}
+        return {**s, "client_visible_median_ms": client} if client else s
+
+    results = {"sizes": [100, 1000], "partitions": 1000, "runs": 1, "environment": {"cpu_count": 2}, "by_partitions": {
+        str(n): {"scenarios": {"broker-failure": {"batched": record(n / 2, n / 2 + 30), "zk-floor": record(n / 4)}}}
+        for n in (100, 1000)}}
+    chart(results, tmp_path / "failover.png")
+    scaling_chart(results, tmp_path / "scaling.png")
+    assert (tmp_path / "failover.png").stat().st_size > 1000 and (tmp_path / "scaling.png").stat().st_size > 1000
