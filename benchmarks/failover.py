@@ -929,7 +929,8 @@ def add_command(sub, usage_error) -> None:
                    help="the stock client's pause between metadata polls, for the client-visible end of the "
                         f"batched and kafka-2.4 runs (default {client_visible.DEFAULT_INTERVAL_MS})")
     f.add_argument("--no-client", action="store_true",
-                   help="do not measure the client-visible end (no metadata poller beside the cluster)")
+                   help="do not measure the client-visible end (no metadata poller, and no sixth broker for it "
+                        "to ask)")
 
     def cmd(args) -> int:
         args.partitions = _sizes(str(args.partitions), usage_error)

@@ -98,6 +98,8 @@ def test_bench_failover_rejects_bad_flags(capsys):
     assert main(["bench", "failover", "--modes", "warp"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: unknown mode 'warp'")
+    assert main(["bench", "failover", "--client-poll-ms", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --client-poll-ms must be above 0 and at most 10000"
 
 
 @pytest.mark.skipif(not stock_client.available(), reason="confluent-kafka (a test extra) is not installed")
