@@ -23,6 +23,15 @@ over the product's connection code), `java-floor` (ZooKeeper's own Java client: 
 limit on this machine) and `aiozk-reference` (aiozk's high-level transactions, a reference, not
 a floor).
 
+The client-visible end (benchmarks/client_visible.py), in the batched and kafka-2.4 runs: a
+stock Kafka client (librdkafka, through confluent-kafka), in a process of its own, polls the
+metadata of broker 6 (a sixth broker process that hosts no replica, started in every cluster mode
+when the end is measured; see CLIENT_BROKER) every 10 ms (`--client-poll-ms`) and stamps the first
+answer that shows every partition led by a broker other than the victim (controller-failover: a
+controller id other than the old one). It is reported beside the end above (`client_visible_*`
+keys), not instead of it: the end above waits for the acknowledgements of brokers 1-5, the client
+for the UpdateMetadata of the one broker it asks.
+
 Each measured cluster run starts right after `gc.collect()` and a 0.5 s sleep (`restore()`), so
 that a collection left over from restoring the cluster does not land in it; one more run per
 scenario and mode starts without them (`unprepared_ms`): the figure a user meets. `--partitions`
@@ -54,7 +63,8 @@ import time
 from pathlib import Path
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
-from benchmarks import floors
+from adapters.sim import stock_client
+from benchmarks import client_visible, floors
 from benchmarks.meters import CPU_GROUPS, CpuMeter, PeakRss
 from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession, force_expire
@@ -155,8 +165,12 @@ class Probe:
 
 
 class BenchCluster:
-    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str):
+    def __init__(self, connect: str, base: Path, partitions: int, mode: str, probe: Probe, scenario: str,
+                 client_broker: bool = False):
         self.scenario = scenario
+        # with the client-visible end, a broker that hosts no replica for the client to ask
+        # (CLIENT_BROKER); in every cluster mode, so that the modes run the same cluster
+        self.broker_ids = BROKERS + ((CLIENT_BROKER,) if client_broker else ())
         self.processes = LocalCluster(connect, base / "processes", settings=NODE_SETTINGS)
         self.connect = connect
         self.base = base
@@ -164,6 +178,7 @@ class BenchCluster:
         self.mode = mode
         self.probe = probe
         self.nodes: dict[int, ClusterNode] = {}
+        self.client: client_visible.MetadataPoller | None = None  # the client-visible end, where measured
         self.topics = [f"bench-{i:04d}" for i in range((partitions + PER_TOPIC - 1) // PER_TOPIC)]
 
     def in_process(self, broker_id: int) -> bool:
@@ -192,21 +207,31 @@ class BenchCluster:
         others = [b for b in BROKERS if b != VICTIM]
         return (VICTIM, others[index % 4], others[(index + 1) % 4])
 
-    async def setup(self, admin: ZkSession, progress) -> None:
-        for b in (5, 2, 3, 4, VICTIM):  # broker 5 first: it becomes the controller
+    async def setup(self, admin: ZkSession, progress, client_poll_ms: float | None = None) -> None:
+        """Start the brokers and create the partitions, broker 1 leading each; with
+        `client_poll_ms`, start the metadata poller meanwhile (it takes a second or so)."""
+        for b in (5, 2, 3, 4, VICTIM, *self.broker_ids[len(BROKERS):]):  # broker 5 first: it becomes the controller
             await self.start_node(b)
             if b == 5:
                 await until(lambda: self.controller() is not None, 30, "the first controller")
-        await until(lambda: len(self.controller().loop.state.brokers) == len(BROKERS), 30, "all brokers")
-        task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
-        index = 0
-        for topic in self.topics:
-            count = min(PER_TOPIC, self.partitions - index)
-            parts = {p: ReplicaAssignment(self.assignment(index + p)) for p in range(count)}
-            await admin.create(zkpaths.topic(topic), zkdata.encode_topic_assignment(parts))
-            index += count
-        await until(lambda: self._settled(progress, task), 600, "partitions created")
-        progress.remove_task(task)
+        await until(lambda: len(self.controller().loop.state.brokers) == len(self.broker_ids), 30, "all brokers")
+        poller = asyncio.create_task(self.start_client(admin, client_poll_ms)) if client_poll_ms else None
+        try:
+            task = progress.add_task(f"[{self.mode}] creating {self.partitions:,} partitions", total=self.partitions)
+            index = 0
+            for topic in self.topics:
+                count = min(PER_TOPIC, self.partitions - index)
+                parts = {p: ReplicaAssignment(self.assignment(index + p)) for p in range(count)}
+                await admin.create(zkpaths.topic(topic), zkdata.encode_topic_assignment(parts))
+                index += count
+            await until(lambda: self._settled(progress, task), 600, "partitions created")
+            progress.remove_task(task)
+        except BaseException:
+            if poller is not None:
+                poller.cancel()  # close() ends its process
+            raise
+        if poller is not None:
+            await poller
 
     def _settled(self, progress=None, task=None) -> bool:
         ctrl = self.controller()
@@ -228,14 +253,14 @@ class BenchCluster:
         """Back to a freshly settled cluster: every broker up, broker 1 leading everything with
         full ISRs, nothing in flight. With `prepare`, then a sleep and a full collection, so
         that the run starts without the garbage of the restore."""
-        for b in BROKERS:
+        for b in self.broker_ids:
             if self.in_process(b):
                 node = self.nodes.get(b)
                 if node is None or node._stopping:
                     await self.start_node(b)
             elif not self.processes.nodes[b].running():
                 await self.start_node(b)
-        await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+        await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(self.broker_ids),
                     60, "all brokers back")
         await until(self._isrs_full, 300, "ISRs complete")
         ctrl = self.controller()
@@ -246,7 +271,7 @@ class BenchCluster:
             await until(lambda: self.controller() is not None and self.controller().broker_id == 5, 60, "broker 5")
             await self.start_node(ctrl.broker_id)
         for attempt in range(10):
-            await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(BROKERS),
+            await until(lambda: self.controller() is not None and len(self.controller().loop.state.brokers) == len(self.broker_ids),
                         60, "all brokers back")
             await until(self._isrs_full, 300, "ISRs complete")
             tps = sorted(tp for tp, info in self.controller().loop.state.partitions.items()
@@ -272,7 +297,27 @@ class BenchCluster:
         return ctrl is not None and all(info.leader_isr is not None and len(info.leader_isr.isr) == 3
                                         for info in ctrl.loop.state.partitions.values())
 
+    async def start_client(self, admin: ZkSession, interval_ms: float) -> None:
+        """A stock client polling broker CLIENT_BROKER's metadata, in its own process
+        (benchmarks/client_visible.py)."""
+        data, stat = await admin.get(zkpaths.broker(CLIENT_BROKER))
+        info = zkdata.decode_broker(CLIENT_BROKER, data, stat.czxid)
+        self.client = client_visible.MetadataPoller(CLIENT_BROKER, f"{info.host}:{info.port}", interval_ms,
+                                                    self.base / "metadata-poller.log")
+        await self.client.start()
+
+    async def watch_client(self, condition: dict) -> None:
+        """Before t0: the poller is polling and has seen the state from before the fault."""
+        if self.client is not None:
+            await self.client.watch(condition)
+
+    async def client_seen(self) -> dict:
+        """After the run's end: the client-visible figures of the run (none where not measured)."""
+        return await self.client.seen(self.probe.t0) if self.client is not None else {}
+
     async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
         self.processes.stop_all()
         for node in self.nodes.values():
             if not node._stopping:
@@ -282,6 +327,14 @@ class BenchCluster:
 
 
 PREFERRED_BATCH = 10_000
+CLIENT_BROKER = 6
+"""The broker the stock client polls: a sixth `kctl node` process, never the victim nor a
+controller, hosting no replica. It gets every UpdateMetadata, as every live broker does, but no
+LeaderAndIsr, so the end above never waits for it: after each UpdateMetadata the broker encodes
+its Metadata answer for every partition again, a long stretch of its event loop at 10,000
+partitions (`python -m benchmarks.kafka_metadata`), and a broker that also had LeaderAndIsr
+requests to acknowledge would answer them that much later, lengthening the very end the client's
+figure is reported beside."""
 
 
 async def _absent(admin: ZkSession, path: str) -> bool:
@@ -311,31 +364,38 @@ async def run_broker_failure(cluster: BenchCluster) -> dict:
     victim = cluster.nodes[VICTIM]
     session_id, password = victim.zk.session_id, victim.zk.password
     await victim.crash()
+    await cluster.watch_client({"leaders_off": VICTIM, "partitions": cluster.partitions})
     cluster.probe.start()
     await force_expire(cluster.connect, session_id, password)
     survivors = [b for b in BROKERS if b != VICTIM]
     end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
                              lambda ctrl: _moved_off(ctrl, VICTIM))
+    seen = await cluster.client_seen()
     await victim.zk.close()
-    return _phases(cluster.probe, end, "BrokersChanged", E.PartitionStatesWritten)
+    return {**_phases(cluster.probe, end, "BrokersChanged", E.PartitionStatesWritten), **seen}
 
 
 async def run_controlled_shutdown(cluster: BenchCluster) -> dict:
     victim = cluster.processes.nodes[VICTIM]
+    await cluster.watch_client({"leaders_off": VICTIM, "partitions": cluster.partitions})
     cluster.probe.start()
     victim.signal(signal.SIGTERM)  # `kctl node` asks the controller, then leaves
     survivors = [b for b in BROKERS if b != VICTIM]
     end = await _until_acked(cluster, C.SendLeaderAndIsr, "LeaderAndIsr", survivors,
                              lambda ctrl: _moved_off(ctrl, VICTIM))
+    seen = await cluster.client_seen()
     if await asyncio.to_thread(victim.wait, 60) != 0:  # restore() starts it again
         raise RuntimeError(f"broker {VICTIM} did not shut down cleanly (see its log in the run's directory)")
-    return _phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten)
+    return {**_phases(cluster.probe, end, "ControlledShutdownRequested", E.PartitionStatesWritten), **seen}
 
 
 async def run_controller_failover(cluster: BenchCluster) -> dict:
     old = cluster.controller()
     session_id, password = old.zk.session_id, old.zk.password
     await old.crash()
+    # no leader moves (broker 1 leads everything and survives): what a client can see change is
+    # the controller id in the metadata
+    await cluster.watch_client({"controller_not": old.broker_id})
     cluster.probe.start()
     await force_expire(cluster.connect, session_id, password)
     await until(lambda: cluster.controller() is not None and cluster.controller() is not old, 60, "a new controller")
@@ -348,8 +408,9 @@ async def run_controller_failover(cluster: BenchCluster) -> dict:
     end = await _until_acked(cluster, C.SendUpdateMetadata, "UpdateMetadata", others,
                              lambda ctrl: ctrl is new and len(ctrl.loop.state.partitions) == cluster.partitions,
                              decided_by=E.ControllerElected)
+    seen = await cluster.client_seen()
     await old.zk.close()
-    return _phases(cluster.probe, end, "ControllerElected", E.ControllerElected)
+    return {**_phases(cluster.probe, end, "ControllerElected", E.ControllerElected), **seen}
 
 
 def _moved_off(ctrl: ClusterNode, broker: int) -> bool:
@@ -441,6 +502,8 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
     if unprepared is not None:
         out["unprepared_ms"] = unprepared["total_ms"]
         out["unprepared_phases_ms"] = unprepared["phases_ms"]
+    if samples and "client_visible_ms" in samples[0]:
+        out.update(client_visible.summarize(samples, unprepared))
     return out
 
 
@@ -478,6 +541,13 @@ async def run(args, console) -> dict:
         except floors.JavaFloorAbsent as exc:
             results["absent"]["java-floor"] = str(exc)
             console.print(f"  java-floor is absent: {exc}")
+    if any(m in client_visible.MODES for m in args.modes):
+        reason = "not measured (--no-client)" if args.no_client else client_visible.absent_reason()
+        if reason:
+            results["absent"]["client-visible"] = reason
+            console.print(f"  the client-visible end is absent: {reason}")
+        else:
+            results["environment"]["stock_client"] = stock_client.client_version()
     console.print(f"  {PREPARED_NOTE}")
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -549,14 +619,16 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
     chroot_connect = f"{connect}/bench-{scenario}-{mode}-{partitions}-{os.getpid()}-{time.monotonic_ns()}"
     probe = Probe()
-    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario)
+    cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario,
+                           client_broker=client_measured(args))
     probe.meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
                                     "brokers": [n.pid for n in cluster.processes.nodes.values() if n.running()]})
     admin = await ZkSession.connect(chroot_connect)
     samples = []
     unprepared = None
     try:
-        await cluster.setup(admin, progress)
+        polled = client_measured(args) and mode in client_visible.MODES
+        await cluster.setup(admin, progress, args.client_poll_ms if polled else None)
         task = progress.add_task(f"[{mode}] {scenario}", total=args.runs + (0 if args.no_unprepared else 1))
         for _ in range(args.runs):
             await cluster.restore(admin)
@@ -573,6 +645,13 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
         await cluster.close()
         await admin.close()
     return samples, unprepared
+
+
+def client_measured(args) -> bool:
+    """Whether this run measures the client-visible end: one of its modes is run, the client is
+    installed and not switched off."""
+    return (any(m in client_visible.MODES for m in args.modes) and not args.no_client
+            and client_visible.absent_reason() is None)
 
 
 def ratios(results: dict) -> dict:
@@ -609,14 +688,15 @@ def table(results: dict, console) -> None:
     for size in results["sizes"]:
         by_size = results["by_partitions"][str(size)]
         t = Table(title=f"Failover latency, {size:,} partitions, {results['runs']} runs (median ms)")
-        for col in ("scenario", "mode", "median", "min", "max", "unprepared", *PHASES, *cpu_cols):
+        for col in ("scenario", "mode", "median", "min", "max", "unprepared", "client-visible", *PHASES, *cpu_cols):
             t.add_column(col, justify="right" if col not in ("scenario", "mode") else "left")
         for scenario, modes in by_size["scenarios"].items():
             for mode, s in modes.items():
                 cpu = s.get("cpu") or {}
                 busy = cpu.get("cores_busy")
                 t.add_row(scenario, mode, f"{s['median_ms']:.0f}", f"{s['min_ms']:.0f}", f"{s['max_ms']:.0f}",
-                          ms(s.get("unprepared_ms")), *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
+                          ms(s.get("unprepared_ms")), client_cell(results, mode, s),
+                          *(f"{s['phases_ms'][p]:.0f}" for p in PHASES),
                           *(ms(cpu.get(f"{g}_ms")) for g in CPU_GROUPS), "-" if busy is None else f"{busy:.0%}",
                           ms(s.get("peak_rss_mb")))
         console.print(t)
@@ -624,10 +704,24 @@ def table(results: dict, console) -> None:
             console.print(f"{size:,} {scenario}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r.items()))
     for mode, reason in results["absent"].items():
         console.print(f"{mode}: absent ({reason})")
+    if "stock_client" in results["environment"]:
+        console.print(f"client-visible: when a stock client ({results['environment']['stock_client']}) polling "
+                      f"broker {CLIENT_BROKER}'s metadata first saw every new leader (controller-failover: the new "
+                      "controller id), from t0; measured in the batched and kafka-2.4 runs")
     for size, skipped in results["skipped"].items():
         for mode, reason in skipped.items():
             console.print(f"{int(size):,} partitions, {mode}: not run ({reason})")
     console.print(results["note"])
+
+
+def client_cell(results: dict, mode: str, s: dict) -> str:
+    """The client-visible column: the median, `absent` where it could not be measured (the
+    reason is printed under the table), `-` for the modes it is not measured in."""
+    if "client_visible_median_ms" in s:
+        return f"{s['client_visible_median_ms']:.0f}"
+    if mode in client_visible.MODES and "client-visible" in results["absent"]:
+        return "absent"
+    return "-"
 
 
 TARGETS_MS = {"broker-failure": 500, "controlled-shutdown": 500, "controller-failover": 2000}
@@ -644,6 +738,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import patheffects
 
     partitions = partitions or results["partitions"]
     by_size = results["by_partitions"][str(partitions)]
@@ -651,13 +746,15 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
     fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios), 7.5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     slow = ("sequential",)
+    client_labelled = False
     for col, scenario in enumerate(scenarios):
         modes = by_size["scenarios"][scenario]
         names = list(modes)
         top, bottom = axes[0][col], axes[1][col]
         # the panel's height: everything but a slow pattern's bar far above the rest
         target = TARGETS_MS.get(scenario) if partitions == 10_000 else None
-        heights = {m: max(s["median_ms"], sum(s["phases_ms"].values())) for m, s in modes.items()}
+        heights = {m: max(s["median_ms"], sum(s["phases_ms"].values()), s.get("client_visible_median_ms", 0.0))
+                   for m, s in modes.items()}
         usual = [h for m, h in heights.items() if m not in slow] or list(heights.values())
         limit = 1.25 * max(usual + ([target] if target else []))
         cpu_heights = {m: max(s["median_ms"], (s.get("cpu") or {}).get("total_ms") or 0.0) for m, s in modes.items()}
@@ -678,6 +775,12 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
             else:
                 top.plot([x - 0.4, x + 0.4], [s["median_ms"]] * 2, color="black", linewidth=2,
                          label="end to end (median)" if col == 0 and x == 0 else None)
+                if "client_visible_median_ms" in s:
+                    # dotted black on a white halo: readable over any phase's colour
+                    top.plot([x - 0.4, x + 0.4], [s["client_visible_median_ms"]] * 2, color="black", linewidth=2,
+                             linestyle=(0, (1, 1)), zorder=5, label="client-visible (median)" if not client_labelled else None,
+                             path_effects=[patheffects.Stroke(linewidth=4, foreground="white"), patheffects.Normal()])
+                    client_labelled = True
             cpu = s.get("cpu") or {}
             cbase = 0.0
             for j, group in enumerate(CPU_GROUPS):
@@ -717,7 +820,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
 
 def scaling_chart(results: dict, path: Path) -> None:
     """End-to-end median against partitions, log-log, one panel per scenario, one line per
-    mode."""
+    mode, and a dotted one for the modes with a client-visible end."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -731,9 +834,14 @@ def scaling_chart(results: dict, path: Path) -> None:
         for i, mode in enumerate(MODES):
             points = [(size, results["by_partitions"][str(size)]["scenarios"].get(scenario, {}).get(mode))
                       for size in results["sizes"]]
-            points = [(size, s["median_ms"]) for size, s in points if s is not None]
+            measured = [(size, s) for size, s in points if s is not None]
+            points = [(size, s["median_ms"]) for size, s in measured]
             if points:
-                ax.plot(*zip(*points), marker=markers[i % len(markers)], label=mode if col == 0 else None)
+                line, = ax.plot(*zip(*points), marker=markers[i % len(markers)], label=mode if col == 0 else None)
+                seen = [(size, s["client_visible_median_ms"]) for size, s in measured if "client_visible_median_ms" in s]
+                if seen:  # the same mode's client-visible end, dotted in its colour
+                    ax.plot(*zip(*seen), marker=markers[i % len(markers)], linestyle=":", fillstyle="none",
+                            color=line.get_color(), label=f"{mode}, client-visible" if col == 0 else None)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(scenario)
@@ -741,7 +849,7 @@ def scaling_chart(results: dict, path: Path) -> None:
         ax.grid(True, which="both", linewidth=0.3)
         if col == 0:
             ax.set_ylabel("end-to-end median, ms")
-    fig.legend(loc="lower center", ncol=len(MODES), fontsize=8, frameon=False)
+    fig.legend(loc="lower center", ncol=min(len(axes[0][0].get_lines()), 5), fontsize=8, frameon=False)
     env = results["environment"]
     fig.suptitle(f"kctl failover against partitions, median of {results['runs']} runs ({env['cpu_count']} cores)")
     fig.tight_layout(rect=(0, 0.08, 1, 1))
@@ -817,11 +925,19 @@ def add_command(sub, usage_error) -> None:
     f.add_argument("--no-unprepared", action="store_true",
                    help="skip the extra run per scenario and mode that starts without gc.collect() and a sleep")
     f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
+    f.add_argument("--client-poll-ms", type=float, default=client_visible.DEFAULT_INTERVAL_MS,
+                   help="the stock client's pause between metadata polls, for the client-visible end of the "
+                        f"batched and kafka-2.4 runs (default {client_visible.DEFAULT_INTERVAL_MS})")
+    f.add_argument("--no-client", action="store_true",
+                   help="do not measure the client-visible end (no metadata poller, and no sixth broker for it "
+                        "to ask)")
 
     def cmd(args) -> int:
         args.partitions = _sizes(str(args.partitions), usage_error)
         if args.runs <= 0:
             raise usage_error("--runs must be positive")
+        if not 0 < args.client_poll_ms <= 10_000:
+            raise usage_error("--client-poll-ms must be above 0 and at most 10000")
         args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
         args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
         for s in args.scenarios:

@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from benchmarks import client_visible
 from benchmarks.failover import CLUSTER_MODES, MODES, chart, scaling_chart
 
 RATIOS = ("kafka24_over_batched", "batched_over_java_floor", "batched_over_floor", "zk_floor_over_java_floor",
@@ -22,6 +23,15 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _client(results: dict, mode: str, s: dict) -> str:
+    if "client_visible_median_ms" in s:
+        return (f"{_ms(s['client_visible_median_ms'])} ({_ms(s['client_visible_min_ms'])}-"
+                f"{_ms(s['client_visible_max_ms'])})")
+    if mode in client_visible.MODES and "client-visible" in results.get("absent", {}):
+        return "absent"
+    return "-"
+
+
 def markdown(results: dict) -> str:
     lines = []
     for size in results["sizes"]:
@@ -30,8 +40,8 @@ def markdown(results: dict) -> str:
             continue
         lines += [f"**{size:,} partitions**, median of {results['runs']} runs, ms (min-max); "
                   "`unprepared`: the one run without gc.collect() and the sleep", "",
-                  "| scenario | mode | median | min-max | unprepared | ZooKeeper phase* | CPU ctrl / zk / brokers | "
-                  "peak RSS MB |", "|---|---|---|---|---|---|---|---|"]
+                  "| scenario | mode | median | min-max | unprepared | client-visible** | ZooKeeper phase* | "
+                  "CPU ctrl / zk / brokers | peak RSS MB |", "|---|---|---|---|---|---|---|---|---|"]
         for scenario, modes in by_size["scenarios"].items():
             for mode in MODES:
                 s = modes.get(mode)
@@ -41,11 +51,15 @@ def markdown(results: dict) -> str:
                 phase = s["phases_ms"]["watch_delivery" if scenario == "controller-failover" and mode in CLUSTER_MODES
                                        else "zk_writes"]
                 lines.append(f"| {scenario} | {mode} | {_ms(s['median_ms'])} | {_ms(s['min_ms'])}-{_ms(s['max_ms'])} | "
-                             f"{_ms(s.get('unprepared_ms'))} | {_ms(phase)} | "
+                             f"{_ms(s.get('unprepared_ms'))} | {_client(results, mode, s)} | {_ms(phase)} | "
                              f"{_ms(cpu.get('controller_process_ms'))} / {_ms(cpu.get('zookeeper_ms'))} / "
                              f"{_ms(cpu.get('brokers_ms'))} | {_ms(s.get('peak_rss_mb'))} |")
         lines += ["", "*the phase holding the ZooKeeper work: `zk_writes`; for the cluster modes in "
                   "controller-failover, `watch_delivery`, which holds the load of every state (and the election)",
+                  "", "**when a stock client (librdkafka) polling a surviving broker's metadata first saw every new "
+                  "leader (controller-failover: the new controller id), from t0: median (min-max); measured in the "
+                  "batched and kafka-2.4 runs" + (f"; absent here: {results['absent']['client-visible']}"
+                                                 if "client-visible" in results.get("absent", {}) else ""),
                   "", "| scenario | " + " | ".join(RATIOS) + " |", "|---" * (len(RATIOS) + 1) + "|"]
         for scenario, r in (by_size.get("ratios") or {}).items():
             lines.append(f"| {scenario} | " + " | ".join(f"{r[k]:.2f}x" if k in r else "-" for k in RATIOS) + " |")

@@ -1,11 +1,17 @@
 """The failover benchmark at smoke size, so the harness cannot rot: every scenario, the cluster
 modes and the Python floor, real ZooKeeper, real broker processes, result.json in the contract's
-shape and a chart (the newer modes: test_failover_modes.py)."""
+shape and a chart, and the client-visible end where a stock client is installed (the newer modes:
+test_failover_modes.py)."""
+import io
 import json
+import sys
 
 import pytest
+from rich.console import Console
 
 from adapters.cli import main
+from adapters.sim import stock_client
+from benchmarks import failover, failover_report
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +62,33 @@ def test_no_phase_of_the_product_is_faster_than_its_floor(smoke):
             assert product["median_ms"] >= floor
 
 
-def test_bench_controlled_shutdown_restarts_its_victim_between_runs(tmp_path, zk_server):
+def test_bench_controlled_shutdown_restarts_its_victim_between_runs(tmp_path, zk_server, monkeypatch, capsys):
     """The controlled-shutdown victim is a `kctl node` process stopped by SIGTERM: the second
-    run needs it started again and leading every partition."""
+    run needs it started again and leading every partition. Run here as where confluent-kafka
+    (a test extra) is not installed: the client-visible end is absent with the reason, not failed."""
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # `import confluent_kafka` fails
     out = tmp_path / "bench"
     code = main(["bench", "failover", "--partitions", "100", "--runs", "2", "--out", str(out), "--no-unprepared",
                  "--scenarios", "controlled-shutdown", "--modes", "batched", "--zookeeper", zk_server.connect_string])
     assert code == 0
-    s = json.loads((out / "result.json").read_text())["scenarios"]["controlled-shutdown"]["batched"]
+    result = json.loads((out / "result.json").read_text())
+    s = result["scenarios"]["controlled-shutdown"]["batched"]
     assert s["runs"] == 2 and all(ms > 0 for ms in s["samples_ms"])
+    assert "confluent-kafka is not installed" in result["absent"]["client-visible"]
+    assert not any(k.startswith("client_") for k in s)
+    assert "client-visible: absent (confluent-kafka is not installed" in capsys.readouterr().out
+    assert _cell(result, "controlled-shutdown", "batched", "client-visible") == "absent"
+    assert "| absent |" in failover_report.markdown(result)
+
+
+def _cell(result: dict, scenario: str, mode: str, column: str) -> str:
+    """One cell of the printed table (wide enough that no cell is cut)."""
+    printed = io.StringIO()
+    failover.table(result, Console(file=printed, width=300))
+    lines = printed.getvalue().splitlines()
+    header = [c.strip() for c in next(line for line in lines if "┃ scenario" in line).split("┃")]
+    row = next(line for line in lines if line.startswith("│") and scenario in line and f" {mode} " in line)
+    return [c.strip() for c in row.split("│")][header.index(column)]
 
 
 def test_bench_failover_rejects_bad_flags(capsys):
@@ -74,3 +98,29 @@ def test_bench_failover_rejects_bad_flags(capsys):
     assert main(["bench", "failover", "--modes", "warp"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: unknown mode 'warp'")
+    assert main(["bench", "failover", "--client-poll-ms", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --client-poll-ms must be above 0 and at most 10000"
+
+
+@pytest.mark.skipif(not stock_client.available(), reason="confluent-kafka (a test extra) is not installed")
+def test_a_stock_client_sees_the_new_leaders_after_the_controller_acted(smoke):
+    """The client-visible end (librdkafka polling broker 6, a broker process with no replica): in each
+    batched run, after the controller learned of the fault (a client cannot see a leader or
+    controller the controller has not chosen yet), on the same clock as the end beside it."""
+    out, result = smoke
+    for scenario, modes in result["scenarios"].items():
+        s = modes["batched"]
+        seen = s["client_visible_samples_ms"]
+        assert len(seen) == 2 and s["client_visible_min_ms"] <= s["client_visible_median_ms"] <= s["client_visible_max_ms"]
+        assert s["client_visible_median_ms"] > s["phases_ms"]["watch_delivery"], (scenario, s)
+        assert 0 < s["client_visible_unprepared_ms"] < 60_000
+        assert s["client_visible_max_ms"] < 60_000, scenario  # the poller's answer, not a timeout's
+        assert s["client_broker"] == 6 and s["client_poll_interval_ms"] == 10
+        assert s["client_poll_ms"] > 0 and s["client_cpu_ms"] > 0 and s["client_repins"] >= 0
+        for mode in ("sequential", "zk-floor"):  # measured in batched and kafka-2.4 only
+            assert not any(k.startswith("client_visible") for k in modes[mode]), (scenario, mode)
+    assert result["absent"] == {} and result["environment"]["stock_client"].startswith("confluent-kafka")
+    median = result["scenarios"]["broker-failure"]["batched"]["client_visible_median_ms"]
+    assert _cell(result, "broker-failure", "batched", "client-visible") == f"{median:.0f}"
+    assert _cell(result, "broker-failure", "sequential", "client-visible") == "-"
+    assert f"| {median:,.0f} (" in failover_report.markdown(result)

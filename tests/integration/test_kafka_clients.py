@@ -12,6 +12,7 @@ import pytest
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.sim.cluster import LocalCluster, controller, live_broker_ids, partition_states, wait_for
+from benchmarks.client_visible import PinnedClient
 from controller_core.values import ReplicaAssignment, TopicPartition
 
 ck = pytest.importorskip("confluent_kafka")
@@ -111,6 +112,12 @@ async def test_list_topics_sees_brokers_controller_and_zookeepers_states_then_fo
                         what="metadata without the killed leader")
     assert victim not in md["brokers"]
     assert md["partitions"][TopicPartition("t", 0)][0] not in (victim, -1)
+    # the failover benchmark's poller: librdkafka asks a broker of its choosing, so it is made
+    # again until it settles on the one chosen; then every answer comes from that broker
+    pinned = PinnedClient(f"127.0.0.1:{port_of[survivor]}", survivor)
+    await in_thread(pinned.pin)
+    answers = await in_thread(lambda: [pinned.list_topics().orig_broker_id for _ in range(10)])
+    assert set(answers) <= {survivor, -1}, answers  # -1: the bootstrap connection, to the same broker
 
 
 async def _all_led(admin, topic, n):
