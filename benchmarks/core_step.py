@@ -34,6 +34,7 @@ from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+from replay import shell
 
 AT = 1_700_000_000_000
 
@@ -41,37 +42,14 @@ AT = 1_700_000_000_000
 def cluster(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | None = 1, partitions_per_topic: int = 100):
     """An elected controller over `n_partitions` RF-3 partitions; with `leader` set, that broker
     leads every partition (the benchmark's worst case), else leaders rotate."""
-    n = len(brokers)
-    topics, states = [], []
-    for t in range(n_partitions // partitions_per_topic):
-        name = f"topic-{t:05d}"
-        parts = []
-        for p in range(partitions_per_topic):
-            i = t * partitions_per_topic + p
-            if leader is not None:
-                others = [b for b in brokers if b != leader]
-                replicas = (leader, others[i % (n - 1)], others[(i + 1) % (n - 1)])
-            else:
-                replicas = tuple(brokers[(i + k) % n] for k in range(3))
-            parts.append((p, ReplicaAssignment(replicas)))
-            states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
-        topics.append((name, tuple(parts)))
-    snap = E.ClusterSnapshot(
-        brokers=tuple(BrokerInfo(b, "127.0.0.1", 9090 + b, 100 + b) for b in brokers),
-        topics=tuple(topics), partition_states=tuple(states))
     config = ControllerConfig(broker_id=brokers[-1], auto_leader_rebalance_enable=False)
-    state, commands = step(initial_state(config), E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap))
-    return settle(state, commands)
+    event = snapshot_event(n_partitions, brokers, leader, partitions_per_topic)
+    return settle(*step(initial_state(config), event))
 
 
 def settle(state, commands):
-    from controller_core.commands import WritePartitionStates
-
-    for c in commands:
-        if isinstance(c, WritePartitionStates):
-            versions = tuple((w.tp, w.leader_isr.zk_version) for w in c.writes)
-            state, _ = step(state, E.PartitionStatesWritten(at=AT, write_id=c.write_id, versions=versions))
-    return state
+    """Every write lands (the in-memory shell, replay/shell.py)."""
+    return shell.settle(state, commands, AT)[0]
 
 
 def time_ms(fn, runs: int) -> list[float]:
@@ -107,16 +85,22 @@ def bench_broker_failure(runs: int, partitions: int = 10_000) -> dict:
             "total_ms": statistics.median(decide) + statistics.median(release), "runs": runs}
 
 
-def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5)) -> E.ControllerElected:
-    """ControllerElected with a snapshot of `n_partitions` RF-3 partitions, leaders rotating."""
+def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | None = None,
+                   partitions_per_topic: int = 100) -> E.ControllerElected:
+    """ControllerElected with a snapshot of `n_partitions` RF-3 partitions: with `leader` set,
+    that broker leads every partition, else leaders rotate."""
     n = len(brokers)
     topics, states = [], []
-    for t in range(n_partitions // 100):
+    for t in range(n_partitions // partitions_per_topic):
         name = f"topic-{t:05d}"
         parts = []
-        for p in range(100):
-            i = t * 100 + p
-            replicas = tuple(brokers[(i + k) % n] for k in range(3))
+        for p in range(partitions_per_topic):
+            i = t * partitions_per_topic + p
+            if leader is not None:
+                others = [b for b in brokers if b != leader]
+                replicas = (leader, others[i % (n - 1)], others[(i + 1) % (n - 1)])
+            else:
+                replicas = tuple(brokers[(i + k) % n] for k in range(3))
             parts.append((p, ReplicaAssignment(replicas)))
             states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
         topics.append((name, tuple(parts)))

@@ -24,6 +24,7 @@ from pathlib import Path
 from adapters.journal.writer import Journal
 from adapters.znodes.codec import new_cluster_id
 from replay.digest import digest as fast_digest
+from replay.shell import PartitionStates
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
@@ -137,6 +138,7 @@ class World:
         # ZooKeeper
         self.topics: dict[str, dict[int, ReplicaAssignment]] = {}
         self.states: dict[TopicPartition, LeaderIsr] = {}
+        self.zookeeper = PartitionStates(self.states, lambda topic: topic in self.topics)
         self.configs: dict[str, tuple] = {}
         self.delete_markers: set[str] = set()
         self.plan: tuple = ()
@@ -266,20 +268,8 @@ class World:
     def _write_states(self, node: Node, c: C.WritePartitionStates, state) -> None:
         if not self._fence_check(node, state):
             return
-        conflicts = []
-        for pw in c.writes:
-            current = self.states.get(pw.tp)
-            if pw.tp.topic not in self.topics:
-                conflicts.append((pw.tp, None))
-            elif pw.expected_version == -1:
-                if current is None:
-                    self.states[pw.tp] = pw.leader_isr
-                else:
-                    conflicts.append((pw.tp, current))
-            elif current is not None and current.zk_version == pw.expected_version:
-                self.states[pw.tp] = pw.leader_isr
-            else:
-                conflicts.append((pw.tp, current))
+        outcome = self.zookeeper.write(c, 0)  # its time is the delivery's, below
+        conflicts = outcome.conflicts
         if conflicts:
             self.count("write conflicts")
         write_id = c.write_id
@@ -399,10 +389,7 @@ class World:
 
     def _reread(self, node: Node, c: C.ReadPartitionStates, state) -> None:
         # a read needs no fencing; it answers with the states as they are when it lands
-        read_id, tps = c.read_id, c.partitions
-        self.later(self.rng.randint(1, 5), self.deliver, node.id,
-                   lambda at: E.PartitionStatesRechecked(at=at, read_id=read_id,
-                                                         states=tuple((tp, self.states.get(tp)) for tp in tps)))
+        self.later(self.rng.randint(1, 5), self.deliver, node.id, lambda at: self.zookeeper.read(c, at))
 
     def _unwatch(self, node: Node, c, state) -> None:
         if self.controller == node.id:

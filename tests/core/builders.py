@@ -2,11 +2,11 @@
 partition-state write succeed (what ZooKeeper does when nobody races the controller)."""
 from __future__ import annotations
 
-from controller_core import commands as C
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+from replay import shell
 
 AT = 1_700_000_000_000
 
@@ -49,21 +49,8 @@ def elected(brokers=(1, 2, 3), topics=None, states=None, epoch=2, config=None, *
 def settle(state, commands, log=None):
     """Feed back a successful outcome for every WritePartitionStates, and for every
     ReadPartitionStates the states the controller has cached (ZooKeeper agrees with it),
-    transitively. Returns (state, all commands seen)."""
-    seen = list(commands)
-    queue = [c for c in commands if isinstance(c, (C.WritePartitionStates, C.ReadPartitionStates))]
-    while queue:
-        c = queue.pop(0)
-        if isinstance(c, C.ReadPartitionStates):
-            states = tuple((t, state.partitions[t].leader_isr if t in state.partitions else None) for t in c.partitions)
-            event = E.PartitionStatesRechecked(at=AT, read_id=c.read_id, states=states)
-        else:
-            versions = tuple((pw.tp, pw.leader_isr.zk_version) for pw in c.writes)
-            event = E.PartitionStatesWritten(at=AT, write_id=c.write_id, versions=versions)
-        state, more = step(state, event)
-        seen.extend(more)
-        queue.extend(m for m in more if isinstance(m, (C.WritePartitionStates, C.ReadPartitionStates)))
-    return state, seen
+    transitively (the in-memory shell, replay/shell.py). Returns (state, all commands seen)."""
+    return shell.settle(state, commands, AT)
 
 
 def run(state, event):
