@@ -83,7 +83,7 @@ def on_broker_failure(d: Draft, dead: frozenset[int]) -> None:
     live = d.live
     to_delete = d.topics_to_delete
     offline_replicas, for_deletion, leaderless, waiting = [], [], [], []
-    for tp, info in d.partitions.items():
+    for tp, info in d.scan():
         deleting = tp.topic in to_delete
         for r in info.assignment.replicas:
             if r in dead:

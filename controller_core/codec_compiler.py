@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import operator
 import sys
 import types
 import typing
@@ -103,6 +104,7 @@ class _Compiler:
             "_frozenset": frozenset,
             "_set": set,
             "_sorted": sorted,
+            "_first": operator.itemgetter(0),  # maps are encoded from their items (the partition image builds them a chunk at a time)
             "_map": map,
             "_type": type,
             "_enumerate": enumerate,
@@ -387,7 +389,7 @@ class _Compiler:
                 raise TypeError(f"codec: map keys of type {key.label} cannot be sorted")
             src_e = (
                 f"def {fn_e}(m):\n"
-                f"    return [[{key.enc('k')}, {value.enc('m[k]')}] for k in _sorted(m)]\n"
+                f"    return [[{key.enc('k')}, {value.enc('v')}] for k, v in _sorted(m.items(), key=_first)]\n"
             )
             src_d = (
                 f"def {fn_d}(x):\n"

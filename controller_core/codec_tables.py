@@ -57,7 +57,8 @@ STATE_TYPES: tuple[type, ...] = (ControllerState,)
 VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYPES + STATE_TYPES}
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
-VERSIONS["ControllerState"] = 3  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
+VERSIONS["ControllerState"] = 4  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
+# v4: partitions come from the columnar image: replica states in assignment order
 VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
 for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReassignmentPlan",
               "DeletePreferredElectionRequest"):
@@ -67,6 +68,10 @@ UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
     # v2 states re-read nothing, and their controllers followed the decision rules of version 1
     ("ControllerState", 2): lambda d: {**d, "v": 3, "config": {**d["config"], "rules": 1}},
+    # v3 listed replica states in the order they were set; the layout is the same, and a v3
+    # head decodes into the image, which lists them in assignment order (the replay compares
+    # a head of an older version in today's encoding)
+    ("ControllerState", 3): lambda d: {**d, "v": 4},
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
     # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
     ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},

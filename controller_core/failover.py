@@ -72,7 +72,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     offline_replicas = []
     # sorted: command order must not depend on the map's hash order (the replay re-executes
     # this with another interpreter, whose string hashes differ)
-    for tp, info in sorted(d.partitions.items()):
+    for tp, info in sorted(d.scan()):
         replicas = info.assignment.replicas
         if info.leader_isr is not None:
             d.send_leader_and_isr([r for r in replicas if r in live], tp)
@@ -133,7 +133,7 @@ def _repair_half_done_reassignments(d: Draft) -> None:
     sequence as in Kafka). Kafka 2.4 would leave them until the leader shrinks its ISR; the new
     controller finishes the job instead: the leader moves to an assigned in-sync replica (the
     reassignment rule) and the unassigned replicas leave the ISR."""
-    for tp, info in sorted(d.partitions.items()):
+    for tp, info in sorted(d.scan()):
         li = info.leader_isr
         replicas = info.assignment.replicas
         if li is None or li.controller_epoch > d.epoch or d.queued_for_deletion(tp.topic) \
