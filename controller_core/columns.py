@@ -47,7 +47,7 @@ import numpy as np
 from .machines import PartitionState, ReplicaState
 from .partition_info import PartitionInfo, _pair
 from .pmap import EMPTY, PMap
-from .values import LeaderIsr, ReplicaAssignment, TopicPartition
+from .values import LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 
 CHUNK = 1024
 """Rows per chunk: a one-partition change copies this many rows of each column."""
@@ -216,6 +216,9 @@ def _is_odd(info: PartitionInfo) -> bool:
                 return True
         if len(set(a.adding)) != len(a.adding) or len(set(a.removing)) != len(a.removing):
             return True
+        if tuple(r for r in replicas if r in a.adding) != a.adding or \
+                tuple(r for r in replicas if r in a.removing) != a.removing:
+            return True  # the columns give them back in assignment order
     li = info.leader_isr
     if li is None:
         return False
@@ -536,6 +539,33 @@ class PartitionImage:
         (absent there: removed)."""
         return self.with_changes({tp: partitions.get(tp) for tp in changed})
 
+    def with_columns(self, *groups: tuple[np.ndarray, dict]) -> "PartitionImage":
+        """The image with new values in some columns of some present rows: each group is
+        `(rows, {column: values aligned with rows})`. The whole-cluster decisions write their
+        results this way; each changed column of each changed chunk is copied once."""
+        chunks = list(self.chunks)
+        copied: dict[int, dict] = {}
+        for rows, cols in groups:
+            if not len(rows):
+                continue
+            rows = np.asarray(rows, np.intp)
+            c_of = rows >> _SHIFT
+            s_of = rows & _MASK
+            order = np.argsort(c_of, kind="stable")
+            bounds = np.flatnonzero(np.diff(c_of[order])) + 1
+            for part in np.split(order, bounds):
+                c = int(c_of[part[0]])
+                mine = copied.setdefault(c, {})
+                at = s_of[part]
+                for name, values in cols.items():
+                    a = mine.get(name)
+                    if a is None:
+                        a = mine[name] = getattr(chunks[c], name).copy()
+                    a[at] = values[part]
+        for c, mine in copied.items():
+            chunks[c] = chunks[c]._replace(**mine)
+        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, self.width, self.size, self.count, self.odd)
+
     # -- the mapping (what the scalar rules read) -------------------------------------------------
 
     def get(self, tp: TopicPartition, default=None):
@@ -616,6 +646,57 @@ class PartitionImage:
             for k, info, p in zip(at, infos, present):
                 if p:
                     out[k] = odd.get(tps[k], info) if odd else info
+        return out
+
+    def views_many(self, tps: Iterable[TopicPartition]) -> dict:
+        """`{tp: PartitionView or None}`: each partition as it is sent to brokers (None: absent
+        or without a leader-and-ISR), built straight from the columns a chunk at a time."""
+        out: dict = {}
+        index = self.index
+        by_chunk: dict[int, tuple[list, list[int]]] = {}
+        for tp in tps:
+            r = index.get(tp)
+            if r is None:
+                out[tp] = None
+            else:
+                at, slots = by_chunk.setdefault(r >> _SHIFT, ([], []))
+                at.append(tp)
+                slots.append(r & _MASK)
+        odd = self.odd
+        for c, (at, slots) in by_chunk.items():
+            ch = self.chunks[c]
+            idx = np.array(slots, np.intp)
+            ok = (ch.present[idx] & ch.has_state[idx]).tolist()
+            reps = ch.replicas[idx].tolist()
+            isrs = ch.isr[idx].tolist()
+            lead, lep, cep, ver = (ch.leader[idx].tolist(), ch.leader_epoch[idx].tolist(),
+                                   ch.controller_epoch[idx].tolist(), ch.zk_version[idx].tolist())
+            mov = ch.moving[idx].tolist()
+            adds = rems = None
+            if True in mov:
+                adds, rems = ch.adding[idx].tolist(), ch.removing[idx].tolist()
+            cut_of: dict[tuple, tuple] = {}
+            for k, tp in enumerate(at):
+                if not ok[k]:
+                    out[tp] = None
+                    continue
+                if odd and tp in odd:
+                    info = odd[tp]
+                    li, a = info.leader_isr, info.assignment
+                    out[tp] = _new(PartitionView, (tp, li[0], li[1], li[2], li[3], li[4], a.replicas, a.adding,
+                                                   a.removing, False))
+                    continue
+                key = tuple(reps[k])
+                replicas = cut_of.get(key)
+                if replicas is None:
+                    replicas = cut_of[key] = _cut(reps[k])
+                if mov[k]:
+                    adding = tuple(r for r, f in zip(replicas, adds[k]) if f)
+                    removing = tuple(r for r, f in zip(replicas, rems[k]) if f)
+                else:
+                    adding = removing = ()
+                out[tp] = _new(PartitionView, (tp, lead[k], lep[k], _cut(isrs[k]), cep[k], ver[k], replicas, adding,
+                                               removing, False))
         return out
 
     def set(self, tp: TopicPartition, info: PartitionInfo) -> "PartitionImage":
@@ -748,3 +829,102 @@ def as_image(partitions) -> PartitionImage:
 def image_of(partitions) -> PartitionImage:
     """The image of a state's partitions (kept for the callers of the earlier memo)."""
     return as_image(partitions)
+
+
+# -- the snapshot layout (codec) ----------------------------------------------------------------------
+
+def encode_columns(image: PartitionImage) -> dict | None:
+    """A snapshot's partitions as JSON columns (state codec v5), or None when some partition is
+    odd (the codec then writes the per-partition layout of v4, which its decoder also reads).
+
+    ``{"tps": [[topic, p], ...], "has_state": [0|1, ...], "leader": [...], "leader_epoch": [...],
+    "controller_epoch": [...], "zk_version": [...], "isr": [[...], ...], "replicas": [[...], ...],
+    "adding": [[...], ...], "removing": [[...], ...], "pstate": [code, ...], "rstate": [[code per
+    replica], ...], "partition_states": [names], "replica_states": [names]}``, one entry per
+    partition in partition order; state codes index the two name lists, so the encoding does not
+    depend on the enums' order."""
+    if image.odd:
+        return None
+    present = image.column("present")
+    rows = np.flatnonzero(present)
+    tps = image.tps(rows)
+    # partition order, not row order: equal states encode equally whatever their history
+    order = sorted(range(len(tps)), key=tps.__getitem__)
+    rows = rows[np.array(order, np.intp)] if order else rows
+    tps = [tps[k] for k in order]
+    n_rep = (image.column("replicas")[rows] != PAD).sum(axis=1).tolist()
+    n_isr = (image.column("isr")[rows] != PAD).sum(axis=1).tolist()
+
+    def cut(name: str, counts: list) -> list:
+        return [r[:k] for r, k in zip(image.column(name)[rows].tolist(), counts)]
+
+    replicas = cut("replicas", n_rep)
+    moving = image.column("moving")[rows].tolist()
+    if True in moving:
+        add_m = image.column("adding")[rows].tolist()
+        rem_m = image.column("removing")[rows].tolist()
+        adding = [[r for r, f in zip(reps, flags) if f] if m else [] for reps, flags, m in zip(replicas, add_m, moving)]
+        removing = [[r for r, f in zip(reps, flags) if f] if m else [] for reps, flags, m in zip(replicas, rem_m, moving)]
+    else:
+        adding = removing = [[] for _ in tps]
+    return {
+        "tps": [[tp[0], tp[1]] for tp in tps],
+        "has_state": [int(h) for h in image.column("has_state")[rows].tolist()],
+        "leader": image.column("leader")[rows].tolist(),
+        "leader_epoch": image.column("leader_epoch")[rows].tolist(),
+        "controller_epoch": image.column("controller_epoch")[rows].tolist(),
+        "zk_version": image.column("zk_version")[rows].tolist(),
+        "isr": cut("isr", n_isr),
+        "replicas": replicas,
+        "adding": adding,
+        "removing": removing,
+        "pstate": image.column("pstate")[rows].tolist(),
+        "rstate": cut("rstate", n_rep),
+        "partition_states": [s.value for s in PARTITION_STATES],
+        "replica_states": [s.value for s in REPLICA_STATES],
+    }
+
+
+_COLUMN_KEYS = ("tps", "has_state", "leader", "leader_epoch", "controller_epoch", "zk_version", "isr", "replicas",
+                "adding", "removing", "pstate", "rstate", "partition_states", "replica_states")
+
+
+def decode_columns(d: dict, error) -> PartitionImage:
+    """The image `encode_columns` wrote; `error(message)` raises the codec's error."""
+    import sys
+
+    if set(d) != set(_COLUMN_KEYS):
+        missing, extra = sorted(set(_COLUMN_KEYS) - set(d)), sorted(set(d) - set(_COLUMN_KEYS))
+        error(f"partition columns: missing {missing}, unknown {extra}")
+    try:
+        pnames = {s.value: s for s in PartitionState}
+        rnames = {s.value: s for s in ReplicaState}
+        pstates = [pnames[v] for v in d["partition_states"]]
+        rstates = [rnames[v] for v in d["replica_states"]]
+        n = len(d["tps"])
+        if any(len(d[k]) != n for k in _COLUMN_KEYS[:12]):
+            error("partition columns of different lengths")
+        infos = {}
+        for k in range(n):
+            topic, p = d["tps"][k]
+            if topic.__class__ is not str or p.__class__ is not int:
+                error(f"partition columns: bad partition {d['tps'][k]!r}")
+            replicas = tuple(d["replicas"][k])
+            li = None
+            if d["has_state"][k]:
+                li = LeaderIsr(d["leader"][k], d["leader_epoch"][k], tuple(d["isr"][k]), d["controller_epoch"][k],
+                               d["zk_version"][k])
+            codes = d["rstate"][k]
+            if len(codes) != len(replicas):
+                error(f"partition columns: replica states of {topic}-{p} do not match its replicas")
+            infos[TopicPartition(sys.intern(topic), p)] = PartitionInfo(
+                _assignment(replicas, tuple(d["adding"][k]), tuple(d["removing"][k])), li, pstates[d["pstate"][k]],
+                tuple(_pair(r, rstates[c]) for r, c in zip(replicas, codes) if rstates[c] is not ReplicaState.NON_EXISTENT))
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        error(f"partition columns: {exc!r}")
+    if len(infos) != n:
+        error("partition columns: a partition is listed twice")
+    try:
+        return as_image(infos)
+    except (TypeError, ValueError, OverflowError) as exc:
+        error(f"partition columns: {exc!r}")

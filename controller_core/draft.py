@@ -159,6 +159,28 @@ class Draft:
             self._delta = {}
         return self._image
 
+    @property
+    def known(self) -> dict:
+        """The partitions read or built in this step, as the frozen image holds them."""
+        self.partitions  # noqa: B018 (freezes the delta first)
+        return self._read
+
+    def seed(self, infos: dict) -> None:
+        """Partitions the decision built itself, exactly as the image reads them back (a new
+        controller's, from its snapshot): kept so that they are not built again from rows."""
+        self.partitions  # noqa: B018 (freezes the delta first)
+        self._read.update(infos)
+        if len(infos) == self._image.count == self._image.size:
+            self._rows = list(chain.from_iterable(self._image.tp_chunks))
+
+    def replace_image(self, image) -> None:
+        """Take the image a whole-cluster decision wrote its results into (the delta is empty:
+        such a decision starts from `partitions`)."""
+        assert not self._delta, "a whole-cluster decision starts from a frozen image"
+        self._image = image
+        self._read = {}
+        self._rows = None
+
     def scan(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         """Every partition with its value as it stands (row order; sort for a decision order),
         built a chunk at a time the first time and kept for the reads that follow (a failover
@@ -399,7 +421,7 @@ class Draft:
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
         if not self.writes and outbox is not None:
-            commands.extend(emit_outbox(state, outbox))
+            commands.extend(emit_outbox(state, outbox, known=self._read))
         return state, tuple(commands)
 
     def snapshot_state(self) -> ControllerState:
@@ -479,7 +501,7 @@ def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionIn
 
 
 def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset(),
-                only: frozenset[TopicPartition] | None = None) -> list:
+                only: frozenset[TopicPartition] | None = None, known: dict | None = None) -> list:
     """Turn a released outbox into broker requests, built from the current state (so they carry
     the znode versions just written). Requests to brokers that are gone are dropped, and
     partitions in `skip` (their write conflicted and is being re-decided, or they went out
@@ -494,26 +516,24 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     epoch = state.epoch
     live_brokers = tuple(state.brokers[b] for b in sorted(state.brokers.keys()))
     shutting_down = tuple(sorted(state.shutting_down))
-    views: dict[TopicPartition, PartitionView] = {}
     deleting = state.topics_to_delete
-    # the partitions this release reads, built from the image a chunk at a time
+    # the partitions this release sends, built from the image a chunk at a time
     wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in outbox.leader_and_isr if b in brokers))
     um_tps: Iterable[TopicPartition] = ()
     if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
         um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
         wanted.update(dict.fromkeys(um_tps))
-    infos = dict(zip(wanted, parts.get_many(wanted)))
+    # partitions the decision has already built from this very state's image are not read again
+    infos = {tp: known[tp] for tp in wanted if tp in known} if known else {}
+    views: dict = parts.views_many([tp for tp in wanted if tp not in infos])
 
     def view(tp: TopicPartition, for_metadata: bool = False) -> PartitionView | None:
-        if for_metadata and tp.topic in deleting:
-            info = infos.get(tp) if tp in infos else parts.get(tp)
-            return None if info is None or info.leader_isr is None else partition_view(state, tp, info, True)
-        v = views.get(tp)
-        if v is None:
-            info = infos.get(tp) if tp in infos else parts.get(tp)
-            if info is None or info.leader_isr is None:
-                return None
-            v = views[tp] = partition_view(state, tp, info)
+        v = views.get(tp, _ABSENT)
+        if v is _ABSENT:
+            info = infos[tp] if tp in infos else parts.get(tp)
+            v = views[tp] = None if info is None or info.leader_isr is None else partition_view(state, tp, info)
+        if v is not None and for_metadata and tp.topic in deleting:
+            v = v._replace(leader=LEADER_DURING_DELETE)  # as partition_view(..., for_metadata=True)
         return v
 
     for b, tps, new_tps in outbox.leader_and_isr:

@@ -121,3 +121,19 @@ def test_a_removed_partition_leaves_the_mapping_and_comes_back_on_its_row():
     assert tp not in gone and len(gone) == 0 and gone.get(tp) is None and gone == EMPTY_IMAGE
     back = gone.set(tp, info)
     assert back.row(tp) == image.row(tp) and back[tp] == info
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(tps, infos(), max_size=60))
+def test_views_built_from_the_columns_are_the_views_of_the_values(parts):
+    from controller_core.values import PartitionView
+
+    image = PartitionImage.build(pmap(parts))
+    absent = TopicPartition("absent", 0)
+    views = image.views_many(list(parts) + [absent])
+    assert views[absent] is None
+    for tp, info in parts.items():
+        li, a = info.leader_isr, info.assignment
+        assert views[tp] == (None if li is None else PartitionView(tp, li.leader, li.leader_epoch, li.isr,
+                                                                   li.controller_epoch, li.zk_version, a.replicas,
+                                                                   a.adding, a.removing))
