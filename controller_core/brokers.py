@@ -2,7 +2,7 @@
 onBrokerStartup, onBrokerFailure, onReplicasBecomeOffline), on a Draft."""
 from __future__ import annotations
 
-from . import deletion
+from . import columnar_brokers, deletion
 from . import partitions as P
 from . import reassignment
 from . import replicas as R
@@ -80,10 +80,12 @@ def on_broker_failure(d: Draft, dead: frozenset[int]) -> None:
     partitions each scan is a measurable share of the failover step."""
     if d.shutting_down & dead:
         d.set_shutting_down(d.shutting_down - dead)
+    if columnar_brokers.on_broker_failure(d, dead):
+        return  # the same decision over the columns (the common case; see columnar_brokers.py)
     live = d.live
     to_delete = d.topics_to_delete
     offline_replicas, for_deletion, leaderless, waiting = [], [], [], []
-    for tp, info in d.partitions.items():
+    for tp, info in d.scan():
         deleting = tp.topic in to_delete
         for r in info.assignment.replicas:
             if r in dead:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import operator
 import sys
 import types
 import typing
@@ -26,6 +27,7 @@ import immutables
 from .codec_errors import CodecError, _bad, _build_failed, _missing, _unknown
 from .codec_tables import (
     VERSIONS,
+    _COLUMNAR_FIELDS,
     _EVENT_SET,
     _INTERNED_STR_FIELDS,
     _MAP_FIELDS,
@@ -80,6 +82,10 @@ class _Field(typing.NamedTuple):
     kw_only: bool
 
 
+def _raise_codec_error(message: str):
+    raise CodecError(message)
+
+
 class _Compiler:
     def __init__(self, encode_event: Callable[[Any], dict], decode_event: Callable[[Any], Any]) -> None:
         self.ns: dict[str, Any] = {
@@ -103,6 +109,7 @@ class _Compiler:
             "_frozenset": frozenset,
             "_set": set,
             "_sorted": sorted,
+            "_first": operator.itemgetter(0),  # maps are encoded from their items (the partition image builds them a chunk at a time)
             "_map": map,
             "_type": type,
             "_enumerate": enumerate,
@@ -387,7 +394,7 @@ class _Compiler:
                 raise TypeError(f"codec: map keys of type {key.label} cannot be sorted")
             src_e = (
                 f"def {fn_e}(m):\n"
-                f"    return [[{key.enc('k')}, {value.enc('m[k]')}] for k in _sorted(m)]\n"
+                f"    return [[{key.enc('k')}, {value.enc('v')}] for k, v in _sorted(m.items(), key=_first)]\n"
             )
             src_d = (
                 f"def {fn_d}(x):\n"
@@ -415,6 +422,16 @@ class _Compiler:
         self.define(src_d, fn_d)
         return _Node(enc=lambda s: f"{fn_e}({s})", dec=lambda s: f"{fn_d}({s})", label=label)
 
+    def _columnar(self, as_map: _Node, encode: Callable, decode: Callable) -> _Node:
+        """A map field written as columns (a JSON object) when `encode` can, else as the map."""
+        enc_name, dec_name = self.name(encode, "_colenc"), self.name(decode, "_coldec")
+        fn_e = self.fresh("_ecol")
+        self.define(f"def {fn_e}(m):\n    c = {enc_name}(m)\n    return {as_map.enc('m')} if c is None else c\n", fn_e)
+        raise_name = self.name(_raise_codec_error, "_colerr")
+        return _Node(enc=lambda s: f"{fn_e}({s})",
+                     dec=lambda s: f"({dec_name}({s}, {raise_name}) if {s}.__class__ is _dict else {as_map.dec(s)})",
+                     label=as_map.label)
+
     # - classes (attrs and NamedTuple) -
 
     def _fields(self, cls: type) -> list[_Field]:
@@ -438,6 +455,8 @@ class _Compiler:
                         raise TypeError(f"codec: no key/value types for the map field {where} (add it to _MAP_FIELDS)")
                     k, v = (self.node(t, where) for t in kv)
                     node = self._map(k, v, f"{{{k.label}: {v.label}}}")
+                    if (cls, f.name) in _COLUMNAR_FIELDS:
+                        node = self._columnar(node, *_COLUMNAR_FIELDS[(cls, f.name)])
                 else:
                     node = self.node(hint, where)
                 if f.default is attrs.NOTHING:

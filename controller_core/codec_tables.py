@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import columns as _columns
 from . import commands as _commands
 from . import draft as _draft
 from . import events as _events
@@ -38,6 +39,12 @@ _MAP_FIELDS: dict[tuple[type, str], tuple[Any, Any]] = {
 }
 """Key and value types of the persistent-map fields, whose hints say only `PMap`."""
 
+_COLUMNAR_FIELDS: dict[tuple[type, str], tuple[Callable, Callable]] = {
+    (ControllerState, "partitions"): (_columns.encode_columns, _columns.decode_columns),
+}
+"""Map fields written as columns when the value allows it (a JSON object, see
+columns.encode_columns), else as the map; both forms decode."""
+
 _INTERNED_STR_FIELDS: frozenset[tuple[type, str]] = frozenset({(TopicPartition, "topic")})
 """Strings decoded here go through `sys.intern`: one topic name object per topic, not per
 partition (json.loads makes a fresh string for every occurrence)."""
@@ -57,7 +64,9 @@ STATE_TYPES: tuple[type, ...] = (ControllerState,)
 VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYPES + STATE_TYPES}
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
-VERSIONS["ControllerState"] = 3  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
+VERSIONS["ControllerState"] = 5  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
+# v4: partitions come from the columnar image: replica states in assignment order; v5: partitions
+# as columns (columns.encode_columns) unless some partition does not fit them
 VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
 for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReassignmentPlan",
               "DeletePreferredElectionRequest"):
@@ -67,6 +76,11 @@ UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 1): lambda d: {**d, "v": 2},  # v1 states had nothing deferred
     # v2 states re-read nothing, and their controllers followed the decision rules of version 1
     ("ControllerState", 2): lambda d: {**d, "v": 3, "config": {**d["config"], "rules": 1}},
+    # v3 listed replica states in the order they were set; the layout is the same, and a v3
+    # head decodes into the image, which lists them in assignment order (the replay compares
+    # a head of an older version in today's encoding)
+    ("ControllerState", 3): lambda d: {**d, "v": 4},
+    ("ControllerState", 4): lambda d: {**d, "v": 5},  # the map layout stays readable in v5
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
     # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
     ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},

@@ -16,11 +16,14 @@ Two rules of the asynchronous shell live here:
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterable, NamedTuple
 
 import attrs
+import numpy as np
 
 from . import commands as C
+from .columns import PAD
 from .machines import (
     PartitionState,
     ReplicaState,
@@ -40,6 +43,7 @@ from .values import (
 ALL = None
 """UpdateMetadata for every partition with a leader (Kafka's "empty set means all")."""
 
+_ABSENT = object()
 _new = tuple.__new__  # builds the NamedTuple values of the hot path without a Python-level call
 
 
@@ -104,8 +108,10 @@ class Draft:
         self.seen_brokers = state.seen_brokers
         self.topics = state.topics
         self.topic_configs = state.topic_configs
-        self._map = state.partitions  # the partitions as of the last freeze
-        self._mut = None  # an open mutation of _map, if any write happened since
+        self._image = state.partitions  # the columnar image as of the last freeze
+        self._delta: dict = {}  # partitions changed since (None: removed), applied per chunk on freeze
+        self._read: dict = {}  # partitions read from the image in this step (rows built once)
+        self._rows: list | None = None  # every row's partition, once `scan` has read them all
         self.reassigning = state.reassigning
         self.reassignment_plan = state.reassignment_plan
         self.topics_to_delete = state.topics_to_delete
@@ -145,14 +151,58 @@ class Draft:
 
     @property
     def partitions(self):
-        """The partitions map as it stands, frozen (for scans; a mutation cannot be iterated)."""
-        if self._mut is not None:
-            self._map = self._mut.finish()
-            self._mut = None
-        return self._map
+        """The partitions as they stand, frozen into an image (the delta so far applied per
+        chunk): for scans, and for the columns of whole-cluster decisions."""
+        if self._delta:
+            self._image = self._image.with_changes(self._delta)
+            self._read.update(self._delta)
+            self._delta = {}
+        return self._image
+
+    @property
+    def known(self) -> dict:
+        """The partitions read or built in this step, as the frozen image holds them."""
+        self.partitions  # noqa: B018 (freezes the delta first)
+        return self._read
+
+    def seed(self, infos: dict) -> None:
+        """Partitions the decision built itself, exactly as the image reads them back (a new
+        controller's, from its snapshot): kept so that they are not built again from rows."""
+        self.partitions  # noqa: B018 (freezes the delta first)
+        self._read.update(infos)
+        if len(infos) == self._image.count == self._image.size:
+            self._rows = list(chain.from_iterable(self._image.tp_chunks))
+
+    def replace_image(self, image) -> None:
+        """Take the image a whole-cluster decision wrote its results into (the delta is empty:
+        such a decision starts from `partitions`)."""
+        assert not self._delta, "a whole-cluster decision starts from a frozen image"
+        self._image = image
+        self._read = {}
+        self._rows = None
+
+    def scan(self) -> list[tuple[TopicPartition, PartitionInfo]]:
+        """Every partition with its value as it stands (row order; sort for a decision order),
+        built a chunk at a time the first time and kept for the reads that follow (a failover
+        scans the partitions five times)."""
+        image = self.partitions
+        read = self._read
+        if self._rows is not None and len(self._rows) == image.size:
+            return [(tp, info) for tp in self._rows if (info := read[tp]) is not None]
+        items = image.items()
+        rows = self._rows = list(chain.from_iterable(image.tp_chunks))
+        if len(items) != len(rows):
+            read.update(dict.fromkeys(rows))
+        read.update(items)
+        return items
 
     def info(self, tp: TopicPartition) -> PartitionInfo | None:
-        return (self._mut if self._mut is not None else self._map).get(tp)
+        info = self._delta.get(tp, _ABSENT)
+        if info is _ABSENT:
+            info = self._read.get(tp, _ABSENT)
+            if info is _ABSENT:
+                info = self._read[tp] = self._image.get(tp)
+        return info
 
     @property
     def live(self) -> frozenset[int]:
@@ -181,14 +231,10 @@ class Draft:
     # -- writes to the working copy ---------------------------------------------------------------
 
     def put(self, tp: TopicPartition, info: PartitionInfo) -> None:
-        if self._mut is None:
-            self._mut = self._map.mutate()
-        self._mut[tp] = info
+        self._delta[tp] = info
 
     def drop(self, tp: TopicPartition) -> None:
-        if self._mut is None:
-            self._mut = self._map.mutate()
-        self._mut.pop(tp, None)
+        self._delta[tp] = None
 
     def set_brokers(self, brokers) -> None:
         self.brokers = brokers
@@ -362,7 +408,7 @@ class Draft:
                 commands.extend(_rejections(c.kind, self.rejections[c.kind]))
             else:
                 commands.append(c)
-        parts = self._mut if self._mut is not None else self._map
+        parts = self.partitions
         for topic in sorted(self.dirty_topics):
             info = self.topics.get(topic)
             if info is not None:
@@ -375,7 +421,7 @@ class Draft:
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
         if not self.writes and outbox is not None:
-            commands.extend(emit_outbox(state, outbox))
+            commands.extend(emit_outbox(state, outbox, known=self._read))
         return state, tuple(commands)
 
     def snapshot_state(self) -> ControllerState:
@@ -455,7 +501,7 @@ def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionIn
 
 
 def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset(),
-                only: frozenset[TopicPartition] | None = None) -> list:
+                only: frozenset[TopicPartition] | None = None, known: dict | None = None) -> list:
     """Turn a released outbox into broker requests, built from the current state (so they carry
     the znode versions just written). Requests to brokers that are gone are dropped, and
     partitions in `skip` (their write conflicted and is being re-decided, or they went out
@@ -470,19 +516,24 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     epoch = state.epoch
     live_brokers = tuple(state.brokers[b] for b in sorted(state.brokers.keys()))
     shutting_down = tuple(sorted(state.shutting_down))
-    views: dict[TopicPartition, PartitionView] = {}
     deleting = state.topics_to_delete
+    # the partitions this release sends, built from the image a chunk at a time
+    wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in outbox.leader_and_isr if b in brokers))
+    um_tps: Iterable[TopicPartition] = ()
+    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
+        um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
+        wanted.update(dict.fromkeys(um_tps))
+    # partitions the decision has already built from this very state's image are not read again
+    infos = {tp: known[tp] for tp in wanted if tp in known} if known else {}
+    views: dict = parts.views_many([tp for tp in wanted if tp not in infos])
 
     def view(tp: TopicPartition, for_metadata: bool = False) -> PartitionView | None:
-        if for_metadata and tp.topic in deleting:
-            info = parts.get(tp)
-            return None if info is None or info.leader_isr is None else partition_view(state, tp, info, True)
-        v = views.get(tp)
-        if v is None:
-            info = parts.get(tp)
-            if info is None or info.leader_isr is None:
-                return None
-            v = views[tp] = partition_view(state, tp, info)
+        v = views.get(tp, _ABSENT)
+        if v is _ABSENT:
+            info = infos[tp] if tp in infos else parts.get(tp)
+            v = views[tp] = None if info is None or info.leader_isr is None else partition_view(state, tp, info)
+        if v is not None and for_metadata and tp.topic in deleting:
+            v = v._replace(leader=LEADER_DURING_DELETE)  # as partition_view(..., for_metadata=True)
         return v
 
     for b, tps, new_tps in outbox.leader_and_isr:
@@ -503,12 +554,8 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
                 partitions=tuple(items), live_leaders=live_brokers))
 
     if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
-        if outbox.um_partitions is ALL:
-            tps: Iterable[TopicPartition] = sorted(parts.keys())  # not hash order: replayable
-        else:
-            tps = outbox.um_partitions
         um = []
-        for tp in tps:
+        for tp in um_tps:
             if tp in skip or (only is not None and tp not in only):
                 continue
             v = view(tp, for_metadata=True)
@@ -543,12 +590,15 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
 def partitions_led_by(state: ControllerState, broker_id: int) -> tuple[TopicPartition, ...]:
     """Kafka's replicatedPartitionsBrokerLeads: replicated partitions of topics not being
     deleted whose leader is `broker_id` (what a controlled shutdown still waits for)."""
-    led = []
-    to_delete = state.topics_to_delete
-    for tp, info in state.partitions.items():
-        li = info.leader_isr
-        if li is not None and li.leader == broker_id and len(info.assignment.replicas) > 1 and tp.topic not in to_delete:
-            led.append(tp)
+    image = state.partitions
+    if image.odd:
+        led = [tp for tp, info in image.items() if (li := info.leader_isr) is not None and li.leader == broker_id
+               and len(info.assignment.replicas) > 1 and tp.topic not in state.topics_to_delete]
+    else:
+        rows = np.flatnonzero(image.column("present") & image.column("has_state")
+                              & (image.column("leader") == broker_id)
+                              & ((image.column("replicas") != PAD).sum(axis=1) > 1))
+        to_delete = state.topics_to_delete
+        led = [tp for tp in image.tps(rows) if tp.topic not in to_delete]
     led.sort()
     return tuple(led)
-

@@ -30,7 +30,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     leader_isrs = dict(snap.partition_states)
     rejected = []
     topics = {}
-    parts = pmap().mutate()
+    built = {}
     for topic, assignment in snap.topics:
         assignment = dict(assignment)
         reason = validate_assignment(assignment, same_factor=False)  # reassignments may differ
@@ -47,7 +47,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
                 pstate = PartitionState.ONLINE if li.leader in live else PartitionState.OFFLINE
             rstates = tuple(_pair(r, ReplicaState.ONLINE if r in live else ReplicaState.DELETION_INELIGIBLE)
                             for r in ra.replicas)
-            parts[tp] = PartitionInfo(ra, li, pstate, rstates)
+            built[tp] = PartitionInfo(ra, li, pstate, rstates)
     for topic, problem in snap.malformed_topics:
         rejected.append(f"topic {topic}: malformed topic znode ({problem}); ignoring it")
     base = ControllerState(
@@ -59,20 +59,22 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
         seen_brokers=live | state.seen_brokers,
         topics=pmap(topics),
         topic_configs=pmap({t: tuple(sorted(c)) for t, c in snap.topic_configs if c}),
-        partitions=parts.finish(),
+        partitions=built,
         next_write_id=state.next_write_id,
     )
     d = Draft(base, cause=f"ControllerElected(epoch {event.epoch})")
+    if not base.partitions.odd:
+        d.seed(built)  # the values just built are what the image reads back: no second build
     for reason in rejected:
         d.reject("topic", reason)
     _init_deletion(d, snap.topics_to_delete)
     # 1. UpdateMetadata to every live broker before any other request
-    d.immediate.extend(emit_outbox(d.snapshot_state(), Outbox(um_brokers=live, um_partitions=ALL)))
+    d.immediate.extend(emit_outbox(d.snapshot_state(), Outbox(um_brokers=live, um_partitions=ALL), known=d.known))
     # 2. replica state machine: live replicas stay Online and are told their state ...
     offline_replicas = []
     # sorted: command order must not depend on the map's hash order (the replay re-executes
     # this with another interpreter, whose string hashes differ)
-    for tp, info in sorted(d.partitions.items()):
+    for tp, info in sorted(d.scan()):
         replicas = info.assignment.replicas
         if info.leader_isr is not None:
             d.send_leader_and_isr([r for r in replicas if r in live], tp)
@@ -133,7 +135,7 @@ def _repair_half_done_reassignments(d: Draft) -> None:
     sequence as in Kafka). Kafka 2.4 would leave them until the leader shrinks its ISR; the new
     controller finishes the job instead: the leader moves to an assigned in-sync replica (the
     reassignment rule) and the unassigned replicas leave the ISR."""
-    for tp, info in sorted(d.partitions.items()):
+    for tp, info in sorted(d.scan()):
         li = info.leader_isr
         replicas = info.assignment.replicas
         if li is None or li.controller_epoch > d.epoch or d.queued_for_deletion(tp.topic) \

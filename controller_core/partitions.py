@@ -187,7 +187,7 @@ def trigger_online_state_change(d: Draft, topic: str | None = None) -> None:
                       if d.info(tp).state is NEW or d.info(tp).state is OFFLINE_STATE]
     else:
         to_delete = d.topics_to_delete
-        candidates = [tp for tp, info in d.partitions.items()
+        candidates = [tp for tp, info in d.scan()
                       if (info.state is NEW or info.state is OFFLINE_STATE) and tp.topic not in to_delete]
     if topic is not None and d.queued_for_deletion(topic):
         return

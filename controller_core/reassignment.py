@@ -82,7 +82,7 @@ def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None,
 
 def _known_brokers(d: Draft) -> frozenset[int]:
     known = set(d.brokers.keys()) | set(d.seen_brokers)
-    for info in d.partitions.values():
+    for _, info in d.scan():
         known.update(info.assignment.replicas)
     return frozenset(known)
 
@@ -203,7 +203,7 @@ def _remove_from_reassigning(d: Draft, tp: TopicPartition, completed: ReplicaAss
 def resume_in_progress(d: Draft) -> None:
     """At failover: restart reassignments persisted in topic znodes (adding/removing set) that
     the admin znode did not already cover, except in topics being deleted (failover.py says why)."""
-    resumable = sorted(tp for tp, info in d.partitions.items()
+    resumable = sorted(tp for tp, info in d.scan()
                        if info.assignment.is_being_reassigned and tp not in d.reassigning
                        and not d.queued_for_deletion(tp.topic))
     for tp in resumable:

@@ -84,7 +84,7 @@ def on_rebalance_timer(d: Draft) -> None:
     if d.reassigning:
         return  # never while partitions are being reassigned
     by_preferred: dict[int, list] = {}
-    for tp, info in d.partitions.items():
+    for tp, info in d.scan():
         if info.assignment.replicas and not d.queued_for_deletion(tp.topic):
             by_preferred.setdefault(info.assignment.replicas[0], []).append((tp, info))
     threshold = config.leader_imbalance_per_broker_percentage / 100

@@ -130,7 +130,7 @@ _HANDLERS = {
 def replicas_on(d: Draft, brokers: frozenset[int]) -> list[tuple[TopicPartition, int]]:
     """Kafka's replicasOnBrokers: every (partition, replica) hosted by one of `brokers`."""
     found = []
-    for tp, info in d.partitions.items():
+    for tp, info in d.scan():
         for r in info.assignment.replicas:
             if r in brokers:
                 found.append((tp, r))

@@ -28,7 +28,7 @@ def on_controlled_shutdown(d: Draft, request_id: int, broker_id: int, broker_epo
     if broker_id not in d.shutting_down:
         d.set_shutting_down(d.shutting_down | {broker_id})
     led, followed = [], []
-    for tp, info in d.partitions.items():
+    for tp, info in d.scan():
         a = info.assignment.replicas
         li = info.leader_isr
         if broker_id in a and len(a) > 1 and li is not None and not d.queued_for_deletion(tp.topic):

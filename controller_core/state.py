@@ -1,19 +1,21 @@
 """The controller's state: Kafka's ControllerContext as one immutable value.
 
-`ControllerState` is what `step()` takes and returns. Per-partition data lives in one record
-(`PartitionInfo`) in one persistent map, so a decision touching a partition costs one map write,
-and an event touching one partition of 100,000 copies nothing else.
+`ControllerState` is what `step()` takes and returns. Per-partition data lives in the columnar
+partition image (`columns.py`): a persistent vector of column chunks, so an event touching one
+partition of 100,000 copies one chunk, and a decision touching every partition is a few array
+operations. Handlers read one partition as a `PartitionInfo` value built from its row.
 """
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 import attrs
 
 from .events import Event
-from .machines import PartitionState, ReplicaState
+from .columns import EMPTY_IMAGE, as_image
+from .partition_info import PartitionInfo, _pair  # noqa: F401 (re-exported: the core imports them from here)
 from .pmap import EMPTY, PMap
-from .values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+from .values import TopicPartition
 
 
 @attrs.frozen(kw_only=True)
@@ -46,53 +48,6 @@ class ControllerConfig:
         return self.unclean_leader_election_enable
 
 
-_PAIR_CACHE: dict[tuple[int, ReplicaState], tuple[int, ReplicaState]] = {}
-
-
-def _pair(replica: int, state: ReplicaState) -> tuple[int, ReplicaState]:
-    # Replica-state pairs are few distinct values; sharing them keeps 300,000 replicas small.
-    key = (replica, state)
-    pair = _PAIR_CACHE.get(key)
-    if pair is None:
-        pair = _PAIR_CACHE.setdefault(key, key)
-    return pair
-
-
-class PartitionInfo(NamedTuple):
-    """Everything the controller knows about one partition.
-
-    `replica_states` holds `(broker, ReplicaState)` pairs for every replica that has a state
-    (a replica without an entry is NonExistentReplica). A NamedTuple, like the other values a
-    failover makes 10,000 of: built in C.
-    """
-
-    assignment: ReplicaAssignment
-    leader_isr: LeaderIsr | None
-    state: PartitionState
-    replica_states: tuple[tuple[int, ReplicaState], ...] = ()
-
-    def replica_state(self, replica: int) -> ReplicaState:
-        for r, s in self.replica_states:
-            if r == replica:
-                return s
-        return ReplicaState.NON_EXISTENT
-
-    def with_replica_state(self, replica: int, state: ReplicaState | None) -> "PartitionInfo":
-        """A copy with one replica's state set (None removes the entry: NonExistentReplica)."""
-        states = self.replica_states
-        for i, pair in enumerate(states):
-            if pair[0] == replica:
-                if state is None:
-                    states = states[:i] + states[i + 1:]
-                else:
-                    states = states[:i] + (_pair(replica, state),) + states[i + 1:]
-                break
-        else:
-            if state is not None:
-                states = states + (_pair(replica, state),)
-        return tuple.__new__(PartitionInfo, (self[0], self[1], self[2], states))
-
-
 @attrs.frozen(slots=True)
 class TopicInfo:
     """A topic's partition count (its partitions are numbered 0..count-1)."""
@@ -115,7 +70,8 @@ class ControllerState:
       (`PMap[int, BrokerInfo]`).
     - `topics`: `PMap[str, TopicInfo]`; `topic_configs`: `PMap[str, tuple[(key, value), ...]]`,
       kept apart so that a config may arrive before or after its topic.
-    - `partitions`: `PMap[TopicPartition, PartitionInfo]`.
+    - `partitions`: the columnar image (`columns.PartitionImage`), read as a mapping
+      `TopicPartition -> PartitionInfo`.
     - `seen_brokers`: every broker id this controller has seen registered (a reassignment to a
       broker that is neither seen nor hosting any replica is rejected as unknown).
     - `pending`: decisions whose partition-state writes are in flight, by write id; their
@@ -140,7 +96,9 @@ class ControllerState:
     seen_brokers: frozenset[int] = frozenset()
     topics: PMap = EMPTY
     topic_configs: PMap = EMPTY
-    partitions: PMap = EMPTY
+    partitions: PMap = attrs.field(default=EMPTY_IMAGE, converter=as_image)
+    """A `columns.PartitionImage` (any partitions mapping given is converted to one); the hint
+    says PMap because the codec encodes it as that map."""
     reassigning: frozenset[TopicPartition] = frozenset()
     reassignment_plan: tuple[tuple[TopicPartition, tuple[int, ...]], ...] = ()
     topics_to_delete: frozenset[str] = frozenset()

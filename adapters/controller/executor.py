@@ -179,8 +179,7 @@ def _offline_replicas(sends, state: ControllerState) -> dict:
         if type(c) is not C.SendUpdateMetadata or id(c.partitions) in out:
             continue
         found = []
-        for view in c.partitions:
-            info = state.partitions.get(view.tp)
+        for view, info in zip(c.partitions, state.partitions.get_many([v.tp for v in c.partitions])):
             if info is None:
                 continue
             offline = [r for r, s in info.replica_states if s is ReplicaState.OFFLINE and r in live]

@@ -41,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from controller_core import commands as C
 from controller_core import events as E
-from controller_core.machines import PartitionState, ReplicaState
+from controller_core import queries
 
 # -- names ------------------------------------------------------------------------------------------
 
@@ -376,49 +376,9 @@ class ClusterCounts:
 
 
 def cluster_counts(state) -> ClusterCounts:
-    """Kafka's definitions (KafkaController.updateMetrics), over one immutable state:
-    offline = partitions whose leader is not a live (or shutting-down) broker, -1 included, or
-    that have no leader state and are OfflinePartition; imbalance = partitions with a leader
-    state whose leader is not the first replica (while a reassignment adds that replica: whether
-    it is in the ISR); both leave out topics queued for deletion.
-    Replicas to delete count the replicas of queued topics that are not ReplicaDeletionSuccessful."""
-    live = frozenset(state.brokers.keys())
-    deleting = state.topics_to_delete
-    offline = imbalance = under = 0
-    offline_state = PartitionState.OFFLINE
-    for tp, info in state.partitions.items():
-        li = info.leader_isr
-        if li is not None and len(li.isr) < len(info.assignment.replicas):
-            under += 1
-        if deleting and tp.topic in deleting:
-            continue
-        if li is None:
-            if info.state is offline_state:
-                offline += 1
-            continue
-        if li.leader not in live:
-            offline += 1
-        a = info.assignment
-        preferred = a.replicas[0]
-        if a.adding and preferred in a.adding:
-            # Kafka's rule for a reassignment adding the preferred replica: it counts once that
-            # replica has joined the ISR, whoever leads
-            imbalance += preferred in li.isr
-        elif li.leader != preferred:
-            imbalance += 1
-    to_delete = ineligible = 0
-    for topic in deleting:
-        for tp in state.partitions_of(topic):
-            info = state.partitions.get(tp)
-            if info is None:
-                continue
-            for r in info.assignment.replicas:
-                s = info.replica_state(r)
-                if s is not ReplicaState.DELETION_SUCCESSFUL:
-                    to_delete += 1
-                if s is ReplicaState.DELETION_INELIGIBLE:
-                    ineligible += 1
-    return ClusterCounts(offline, imbalance, under, to_delete, ineligible)
+    """Kafka's definitions (KafkaController.updateMetrics), over one immutable state: see
+    controller_core/queries.py, which counts over the columns of the partition image."""
+    return ClusterCounts(*queries.cluster_counts(state))
 
 
 class NodeCollector(Collector):

@@ -42,6 +42,7 @@ from controller_core.codec import (
     encode_state,
 )
 from controller_core.machines import PartitionState, ReplicaState
+from controller_core.columns import PartitionImage
 from controller_core.state import ControllerConfig, ControllerState, PartitionInfo, TopicInfo
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 
@@ -214,7 +215,7 @@ def test_state_round_trip(state):
     assert decoded == state
     for cls, name in MAP_TYPES:
         if cls is ControllerState:
-            assert type(getattr(decoded, name)) is immutables.Map
+            assert type(getattr(decoded, name)) is (PartitionImage if name == "partitions" else immutables.Map)
     assert type(decoded.shutting_down) is frozenset
 
 
@@ -268,13 +269,34 @@ def test_hot_types_are_positional_lists():
         [["t", 3], 2, 5, [2, 1], 4, 9, [1, 2, 3], [], [], True],
     ]
 
-    state = ControllerState(config=ControllerConfig(broker_id=1), partitions=immutables.Map({tp: info}))
-    assert encode_state(state)["partitions"] == [
-        [["t", 3], [[[1, 2, 3]], [2, 5, [2, 1], 4, 9], "OnlinePartition", [[1, "OnlineReplica"]]]]
-    ]
-    no_leader = PartitionInfo(ra, None, PartitionState.NEW)
-    state = ControllerState(config=ControllerConfig(broker_id=1), partitions=immutables.Map({tp: no_leader}))
-    assert encode_state(state)["partitions"] == [[["t", 3], [[[1, 2, 3]], None, "NewPartition", []]]]
+
+
+def test_state_partitions_are_columns_and_the_map_layout_still_decodes():
+    tp = TopicPartition("t", 3)
+    li = LeaderIsr(2, 5, (2, 1), 4, 9)
+    ra = ReplicaAssignment((1, 2, 3))
+    info = PartitionInfo(ra, li, PartitionState.ONLINE, ((1, ReplicaState.ONLINE),))
+    no_leader = PartitionInfo(ReplicaAssignment((4, 1, 2), (4,), (2,)), None, PartitionState.NEW)
+    u0 = TopicPartition("u", 0)
+    state = ControllerState(config=ControllerConfig(broker_id=1), partitions=immutables.Map({tp: info, u0: no_leader}))
+    columns = encode_state(state)["partitions"]
+    codes = {name: k for k, name in enumerate(columns["replica_states"])}
+    pcodes = {name: k for k, name in enumerate(columns["partition_states"])}
+    non_existent = codes["NonExistentReplica"]
+    assert {k: v for k, v in columns.items() if k not in ("partition_states", "replica_states")} == {
+        "tps": [["t", 3], ["u", 0]], "has_state": [1, 0], "leader": [2, 0], "leader_epoch": [5, 0],
+        "controller_epoch": [4, 0], "zk_version": [9, 0], "isr": [[2, 1], []], "replicas": [[1, 2, 3], [4, 1, 2]],
+        "adding": [[], [4]], "removing": [[], [2]],
+        "pstate": [pcodes["OnlinePartition"], pcodes["NewPartition"]],
+        "rstate": [[codes["OnlineReplica"], non_existent, non_existent], [non_existent] * 3]}
+    assert decode_state(json_round_trip(encode_state(state))) == state
+    # a v4 head (the per-partition map layout) decodes to the same state
+    v4 = {**encode_state(state), "v": 4, "partitions": [
+        [["t", 3], [[[1, 2, 3]], [2, 5, [2, 1], 4, 9], "OnlinePartition", [[1, "OnlineReplica"]]]],
+        [["u", 0], [[[4, 1, 2], [4], [2]], None, "NewPartition", []]]]}
+    assert decode_state(v4) == state
+    with pytest.raises(CodecError, match="partition columns"):
+        decode_state({**encode_state(state), "partitions": {**columns, "leader": [2]}})
 
 
 def test_other_values_are_objects_by_field_name():
@@ -529,3 +551,14 @@ def test_encoding_something_else_is_a_codec_error():
         decode_commands({})
     with pytest.raises(CodecError, match=r"\[1\]: unknown command type"):
         decode_commands([encode_command(C.Resign(reason="r")), _timer()])
+
+
+def test_equal_states_encode_equally_whatever_order_their_partitions_came_in():
+    from controller_core.columns import EMPTY_IMAGE
+
+    a, b = TopicPartition("a", 0), TopicPartition("b", 0)
+    info = PartitionInfo(ReplicaAssignment((1, 2)), LeaderIsr(1, 0, (1, 2), 1, 0), PartitionState.ONLINE)
+    first = ControllerState(config=ControllerConfig(broker_id=1), partitions=EMPTY_IMAGE.set(a, info).set(b, info))
+    second = ControllerState(config=ControllerConfig(broker_id=1), partitions=EMPTY_IMAGE.set(b, info).set(a, info))
+    assert first.partitions.row(a) != second.partitions.row(a)
+    assert first == second and encode_state(first) == encode_state(second)

@@ -1,13 +1,12 @@
-"""The columnar partition image holds what the partitions map holds, copies only the chunks a
-change touches, and the image of a map derived through a chain of changes equals the image
-built from scratch."""
+"""The columnar partition image holds what a partitions map holds (read back as the same values,
+replica states in assignment order), copies only the chunks a change touches, and an image
+changed through a chain of deltas equals the image built from scratch."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller_core import columns
-from controller_core.columns import CHUNK, PartitionImage, derive, image_of
+from controller_core.columns import CHUNK, EMPTY_IMAGE, PartitionImage, as_image
 from controller_core.machines import PartitionState, ReplicaState
 from controller_core.pmap import pmap
 from controller_core.state import PartitionInfo
@@ -39,6 +38,12 @@ def infos(draw):
                          draw(st.sampled_from(list(PartitionState))), states)
 
 
+def canonical(info: PartitionInfo) -> PartitionInfo:
+    """`info` as the image gives it back: replica states in assignment order."""
+    order = {r: k for k, r in enumerate(info.assignment.replicas)}
+    return info._replace(replica_states=tuple(sorted(info.replica_states, key=lambda p: order[p[0]])))
+
+
 tps = st.builds(TopicPartition, st.sampled_from(["a", "b", "topic-c"]), st.integers(0, 40))
 
 
@@ -48,38 +53,48 @@ def test_an_image_reads_back_every_partition_of_its_map(parts):
     image = PartitionImage.build(pmap(parts))
     for tp, info in parts.items():
         assert image.read(tp) == expected_row(info)
-    assert image.read(TopicPartition("absent", 0)) is None
+        assert image.get(tp) == image[tp] == canonical(info)
+    assert image.read(TopicPartition("absent", 0)) is None and image.get(TopicPartition("absent", 0)) is None
+    assert len(image) == len(parts) and set(image) == set(parts)
+    assert dict(image.items()) == {tp: canonical(info) for tp, info in parts.items()}
+    assert image.get_many(list(parts) + [TopicPartition("absent", 0)]) == [canonical(i) for i in parts.values()] + [None]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(tps, infos(), max_size=40), st.lists(st.tuples(tps, st.none() | infos()), max_size=20))
-def test_a_derived_image_equals_the_image_built_from_scratch(parts, changes):
-    base = pmap(parts)
-    image_of(base)
-    m = base.mutate()
-    for tp, info in changes:
-        if info is None:
-            m.pop(tp, None)
-        else:
-            m[tp] = info
-    after = m.finish()
-    derive(after, base, [tp for tp, _ in changes])
-    derived = image_of(after)
-    for tp in set(parts) | {tp for tp, _ in changes}:
-        info = after.get(tp)
-        assert derived.read(tp) == (None if info is None else expected_row(info))
+@given(st.dictionaries(tps, infos(), max_size=40), st.lists(st.lists(st.tuples(tps, st.none() | infos()), max_size=20),
+                                                            max_size=3))
+def test_an_image_changed_by_deltas_equals_the_image_built_from_scratch(parts, deltas):
+    image = as_image(pmap(parts))
+    expected = dict(parts)
+    for delta in deltas:
+        image = image.with_changes(dict(delta))
+        for tp, info in dict(delta).items():
+            if info is None:
+                expected.pop(tp, None)
+            else:
+                expected[tp] = info
+    assert image == PartitionImage.build(expected)
+    assert dict(image.items()) == {tp: canonical(info) for tp, info in expected.items()}
+    assert len(image) == len(expected)
+
+
+def test_a_replica_state_outside_the_assignment_is_kept_whole():
+    info = PartitionInfo(ReplicaAssignment((1, 2)), LeaderIsr(1, 0, (1, 2), 1, 0), PartitionState.ONLINE,
+                         ((3, ReplicaState.OFFLINE), (1, ReplicaState.ONLINE)))
+    tp = TopicPartition("t", 0)
+    image = EMPTY_IMAGE.set(tp, info)
+    assert image[tp] == info and tp in image.odd
+    image = image.set(tp, canonical(info._replace(replica_states=((1, ReplicaState.ONLINE),))))
+    assert not image.odd and image[tp].replica_states == ((1, ReplicaState.ONLINE),)
 
 
 def test_a_one_partition_change_copies_one_chunk_and_shares_the_others():
     parts = {TopicPartition("t", p): PartitionInfo(ReplicaAssignment((1, 2, 3)), LeaderIsr(1, 0, (1, 2, 3), 1, 0),
                                                     PartitionState.ONLINE) for p in range(3 * CHUNK)}
-    base = pmap(parts)
-    image = image_of(base)
+    image = as_image(pmap(parts))
     tp = TopicPartition("t", 5)
-    after = base.set(tp, PartitionInfo(ReplicaAssignment((1, 2, 3)), LeaderIsr(2, 1, (2, 3), 1, 1),
-                                       PartitionState.ONLINE))
-    derive(after, base, [tp])
-    changed = image_of(after)
+    changed = image.set(tp, PartitionInfo(ReplicaAssignment((1, 2, 3)), LeaderIsr(2, 1, (2, 3), 1, 1),
+                                          PartitionState.ONLINE))
     assert changed.read(tp)[0] == (2, 1, (2, 3), 1, 1)
     assert image.read(tp)[0] == (1, 0, (1, 2, 3), 1, 0), "the earlier image did not change"
     row = changed.row(tp)
@@ -88,20 +103,37 @@ def test_a_one_partition_change_copies_one_chunk_and_shares_the_others():
 
 
 def test_a_partition_wider_than_the_image_widens_it():
-    base = pmap({TopicPartition("t", 0): PartitionInfo(ReplicaAssignment((1, 2)), None, PartitionState.NEW)})
-    image_of(base)
+    base = as_image(pmap({TopicPartition("t", 0): PartitionInfo(ReplicaAssignment((1, 2)), None, PartitionState.NEW)}))
     wide = PartitionInfo(ReplicaAssignment((1, 2, 3, 4, 5, 6, 7), (5, 6, 7), (1, 2)),
                          LeaderIsr(3, 2, (3, 4, 1, 2, 5, 6, 7), 1, 4), PartitionState.ONLINE)
     tp = TopicPartition("u", 0)
-    after = base.set(tp, wide)
-    derive(after, base, [tp])
-    image = image_of(after)
+    image = base.set(tp, wide)
     assert image.width == 7
     assert image.read(tp) == expected_row(wide)
-    assert image.read(TopicPartition("t", 0)) == expected_row(base[TopicPartition("t", 0)])
+    assert image.read(TopicPartition("t", 0)) == base.read(TopicPartition("t", 0))
 
 
-def test_the_memo_forgets_old_maps():
-    for k in range(3 * columns._MEMO_SIZE):
-        image_of(pmap({TopicPartition("t", k): PartitionInfo(ReplicaAssignment((1,)), None, PartitionState.NEW)}))
-    assert len(columns._memo) <= columns._MEMO_SIZE
+def test_a_removed_partition_leaves_the_mapping_and_comes_back_on_its_row():
+    tp = TopicPartition("t", 0)
+    info = PartitionInfo(ReplicaAssignment((1,)), None, PartitionState.NEW)
+    image = EMPTY_IMAGE.set(tp, info)
+    gone = image.delete(tp)
+    assert tp not in gone and len(gone) == 0 and gone.get(tp) is None and gone == EMPTY_IMAGE
+    back = gone.set(tp, info)
+    assert back.row(tp) == image.row(tp) and back[tp] == info
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(tps, infos(), max_size=60))
+def test_views_built_from_the_columns_are_the_views_of_the_values(parts):
+    from controller_core.values import PartitionView
+
+    image = PartitionImage.build(pmap(parts))
+    absent = TopicPartition("absent", 0)
+    views = image.views_many(list(parts) + [absent])
+    assert views[absent] is None
+    for tp, info in parts.items():
+        li, a = info.leader_isr, info.assignment
+        assert views[tp] == (None if li is None else PartitionView(tp, li.leader, li.leader_epoch, li.isr,
+                                                                   li.controller_epoch, li.zk_version, a.replicas,
+                                                                   a.adding, a.removing))

@@ -1,0 +1,96 @@
+"""A broker failure decided over the columns gives exactly the state and the commands of the
+scalar rules (brokers.on_broker_failure), on random clusters: healthy ones, where the columnar
+path decides, and any shape (empty ISRs, members that are not assigned, leaderless and New
+partitions, unclean election allowed or not, refusals that re-read the ISR first), where it
+must hand over to the scalar path untouched. The digest of the commands is compared too: it is
+what the journal records."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller_core import codec, columnar_brokers
+from controller_core import events as E
+from controller_core.state import ControllerConfig
+from controller_core.step import step
+from controller_core.values import LeaderIsr
+
+from .builders import AT, broker, elected, tp
+from .test_columnar_failure import BROKERS, clusters
+
+
+@st.composite
+def healthy_clusters(draw):
+    """Every partition has a live leader in its ISR; ISRs are assigned replicas."""
+    topics, states = {}, {}
+    for t in range(draw(st.integers(1, 4))):
+        name = f"t{t}"
+        parts = []
+        for p in range(draw(st.integers(1, 8))):
+            replicas = draw(st.lists(st.sampled_from(BROKERS), min_size=1, max_size=4, unique=True))
+            parts.append(replicas)
+            isr = draw(st.lists(st.sampled_from(replicas), min_size=1, max_size=len(replicas), unique=True))
+            states[tp(name, p)] = LeaderIsr(draw(st.sampled_from(isr)), draw(st.integers(0, 5)), tuple(isr), 1,
+                                            draw(st.integers(0, 9)))
+        topics[name] = parts
+    dying = draw(st.lists(st.sampled_from(BROKERS), min_size=1, max_size=3, unique=True))
+    return topics, states, (), list(BROKERS), sorted(dying), draw(st.booleans())
+
+
+def both_ways(cluster):
+    topics, states, configs, alive, dying, unclean_default = cluster
+    config = ControllerConfig(broker_id=alive[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=unclean_default)
+    state, _ = elected(brokers=tuple(alive), topics=topics, states=states, config=config, topic_configs=configs)
+    if state.pending or state.rechecking:
+        return None
+    event = E.BrokersChanged(at=AT, brokers=tuple(broker(b) for b in alive if b not in dying))
+    taken = []
+    real = columnar_brokers.on_broker_failure
+
+    def spy(d, dead):
+        taken.append(real(d, dead))
+        return taken[-1]
+
+    columnar_brokers.on_broker_failure = spy
+    try:
+        fast = step(state, event)
+    finally:
+        columnar_brokers.on_broker_failure = real
+    columnar_brokers.ENABLED = False
+    try:
+        slow = step(state, event)
+    finally:
+        columnar_brokers.ENABLED = True
+    return fast, slow, taken
+
+
+def assert_same(fast, slow):
+    (fs, fc), (ss, sc) = fast, slow
+    assert fc == sc
+    assert codec.digest(fc) == codec.digest(sc)
+    assert fs == ss
+    assert codec.encode_state(fs) == codec.encode_state(ss)
+
+
+@settings(max_examples=150, deadline=None)
+@given(healthy_clusters())
+def test_a_failure_in_a_healthy_cluster_is_decided_over_the_columns_as_the_rules_decide_it(cluster):
+    out = both_ways(cluster)
+    if out is None:
+        return
+    fast, slow, taken = out
+    topics, states, _, _, dying, _ = cluster
+    electable = all(any(r not in dying for r in li.isr) for li in states.values())
+    assert taken == [electable]  # where an election would fail, the scalar rules decide (and re-read)
+    assert_same(fast, slow)
+
+
+@settings(max_examples=150, deadline=None)
+@given(clusters())
+def test_a_failure_in_any_cluster_gives_the_commands_of_the_rules(cluster):
+    out = both_ways(cluster)
+    if out is None:
+        return
+    fast, slow, _ = out
+    assert_same(fast, slow)
