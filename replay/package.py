@@ -10,7 +10,9 @@
   The job ships it with `SparkContext.addFile`, and an executor puts it at the *end* of its
   `sys.path` only if it cannot import them itself (`ensure_deps`), so executors that have the
   packages installed keep the C extension. It is not meant for `--py-files` (that would put the
-  slower copies first).
+  slower copies first). The core's third dependency, numpy (its columnar partition image), has
+  C extensions and is not shipped: executors need it installed, as PySpark's own Arrow stages
+  do.
 """
 from __future__ import annotations
 
