@@ -15,10 +15,13 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: dict):
     """One task: whole segment files (path, text), each the head segment of a fold unit. The
     unit's records are the file's records within the unit's range plus its `boundary` records
-    found in other segments: (seq, type, path, line, text, event_seq)."""
+    found in other segments: (seq, type, path, line, text, event_seq). Yields
+    (kind, payload, unit id, UTC day of the unit's head): the last two place the unit's rows in
+    the tables (replay/checkpoint.py)."""
     from . import package
 
     package.ensure_deps()
+    from .checkpoint import utc_day
     from .fold import UnitFold
     from .journal_reader import InvalidRecord, verify_line
 
@@ -55,24 +58,26 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             records.append((seq, kind, p, n, line_text, event_seq))
         records.sort(key=lambda r: r[0])
         name = display[u["journal"]]
+        uid = u["uid"]
         if head is None:
             yield "finding", _dumps({"rule": "undecodable-record", "severity": "violation", "journal": name,
                                      "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
                                      "topic": None, "partition": None,
-                                     "detail": "the head snapshot of this unit cannot be read"})
+                                     "detail": "the head snapshot of this unit cannot be read"}), uid, None
             continue
         fold = UnitFold(u, name).run(head, records)
+        day = utc_day(fold.summary.get("first_at"))
         for kind, rows in (("timeline", fold.timeline), ("election", fold.elections), ("event", fold.events),
                            ("finding", fold.findings), ("term", fold.terms), ("broker", fold.brokers),
                            ("reassign", fold.reassignments)):
             for r in rows:
-                yield kind, _dumps(r)
+                yield kind, _dumps(r), uid, day
         decisions, outcomes = fold.leftovers()
         for d in decisions:
-            yield "decision", _dumps(d)
+            yield "decision", _dumps(d), uid, day
         for o in outcomes:
-            yield "outcome", _dumps(o)
-        yield "unit", _dumps(fold.summary)
+            yield "outcome", _dumps(o), uid, day
+        yield "unit", _dumps(fold.summary), uid, day
 
 
 def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int):

@@ -1,0 +1,111 @@
+"""Incremental audits (replay/checkpoint.py) on local[2]: a second run over the same --out and a
+grown journal re-executes only what is new and ends with the same tables and verdict as a run
+from scratch; an audited segment whose bytes changed is a violation, not skipped."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from replay.journal_reader import list_segments
+
+from .helpers import copy_tree, flip_byte, generate_subprocess
+from .test_job import plain_replay, spark  # noqa: F401 (the module's SparkSession fixture)
+
+pytestmark = pytest.mark.spark
+
+WITHHELD = 2  # segments per journal that appear only for the second run
+
+
+@pytest.fixture(scope="module")
+def full_journal(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inc") / "journals"
+    generate_subprocess(root, events=2500, partitions=120, seed=5, segment_bytes=40_000)
+    return root
+
+
+def withhold(root, store):
+    """Move each journal's last WITHHELD segments to `store` (the journal as it was earlier)."""
+    moved = []
+    for node in sorted(p for p in root.iterdir() if p.is_dir()):
+        for seg in list_segments(node)[-WITHHELD:]:
+            (store / node.name).mkdir(parents=True, exist_ok=True)
+            moved.append((seg.path, store / node.name / seg.path.name))
+            shutil.move(seg.path, moved[-1][1])
+    return moved
+
+
+def stats(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def table_counts(spark, out, names):  # noqa: F811
+    return {name: spark.read.parquet(str(out / name)).count() for name in names}
+
+
+def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_run(spark, full_journal,  # noqa: F811
+                                                                                   tmp_path):
+    from replay import job
+
+    journal = copy_tree(full_journal, tmp_path / "j")
+    moved = withhold(journal, tmp_path / "later")
+    nodes = len({src.parent for src, _ in moved})
+    out = tmp_path / "out"
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    first = stats(out)["stats"]
+    assert first["incremental"]["units_reused"] == 0
+
+    for src, dst in moved:  # the journals grow
+        shutil.move(dst, src)
+    expected = plain_replay(journal)
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    second = stats(out)["stats"]
+    inc = second["incremental"]
+    # the new segments, plus each journal's previous last segment (its last unit's range was
+    # "to the end of the journal" and now ends at the next snapshot)
+    assert inc["segments_read"] == len(moved) + nodes
+    assert inc["units_executed"] == len(moved) + nodes
+    assert inc["units_reused"] == first["units"] - nodes
+    assert second["units"] == first["units"] + len(moved)
+    assert second["events"] == expected["counts"]["events"]
+
+    counts = table_counts(spark, out, job.TABLES)
+    for name in ("partition_timeline", "elections", "events", "controller_terms", "reassignments",
+                 "broker_intervals", "partition_offline", "broker_failures", "findings"):
+        assert counts[name] == expected["counts"][name], name
+    findings = sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]]
+                      for f in (r.asDict() for r in spark.read.parquet(str(out / "findings")).collect()))
+    assert findings == expected["findings"]
+
+    # nothing new: nothing re-executed, the same verdict
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    assert stats(out)["stats"]["incremental"]["units_executed"] == 0
+    assert table_counts(spark, out, ("partition_timeline", "events", "findings")) == \
+        {k: counts[k] for k in ("partition_timeline", "events", "findings")}
+
+
+def test_an_audited_segment_that_changed_is_a_violation_until_a_full_run(spark, full_journal, tmp_path,  # noqa: F811
+                                                                         capsys):
+    from replay import job
+
+    journal = copy_tree(full_journal, tmp_path / "j")
+    out = tmp_path / "out"
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    node = sorted(p for p in journal.iterdir() if p.is_dir())[0]
+    changed = list_segments(node)[1].path
+    original = changed.read_bytes()
+    flip_byte(changed, line=3)
+    capsys.readouterr()
+    assert job.run(spark, str(journal), str(out)) == 1
+    printed = capsys.readouterr().out
+    assert f"segment-changed: {node.name}/{changed.name}:1" in printed
+    rows = [r.asDict() for r in spark.read.parquet(str(out / "findings")).collect()]
+    assert sorted((f["rule"], f["file"]) for f in rows if f["severity"] == "violation") == \
+        [("corrupt-record", str(changed)), ("segment-changed", str(changed))]
+
+    changed.write_bytes(original)  # restored: a second change, and both stay on record
+    assert job.run(spark, str(journal), str(out), quiet=True) == 1
+    assert [f["rule"] for f in (r.asDict() for r in spark.read.parquet(str(out / "findings")).collect())
+            if f["severity"] == "violation"] == ["segment-changed", "segment-changed"]
+    assert job.run(spark, str(journal), str(out), quiet=True, full=True) == 0
