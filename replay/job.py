@@ -322,7 +322,7 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
     """Re-execute the given units: one task per unit, reading the unit's head segment itself;
     the few records of a unit that lie in other segments (the tail of a batch before a roll, or
     every record of a segment without a snapshot head) are looked up first and broadcast.
-    Returns (kind, payload, unit id, UTC day), persisted."""
+    Returns the fold batches (`FOLD_SCHEMA`), persisted."""
     sc = spark.sparkContext
     unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path, "uid": uids[u.unit],
                           "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index} for u in units}
@@ -355,23 +355,49 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
     b_units, b_display, b_boundary = sc.broadcast(unit_meta), sc.broadcast(display), sc.broadcast(boundary)
     unit_of_head = {u.head_path: u.unit for u in units}
 
-    def fold_task(rows):
-        from replay.tasks import fold_files
+    arrow_schema = _fold_arrow_schema(spark)
 
-        return fold_files(((r[0], r[1]) for r in rows), unit_of_head, b_units.value, b_display.value,
-                          b_boundary.value)
+    def fold_task(batches):
+        from replay.tasks import fold_arrow
+
+        return fold_arrow(batches, unit_of_head, b_units.value, b_display.value, b_boundary.value, arrow_schema)
 
     saved = spark.conf.get("spark.sql.files.openCostInBytes")
     spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
     try:
         head_files = _whole_files(spark, [_uri(u.head_path) for u in units]).select("path", "value")
-        folded = spark.createDataFrame(head_files.rdd.mapPartitions(fold_task),
-                                       "kind STRING, payload STRING, unit STRING, date STRING") \
-            .persist(StorageLevel.MEMORY_AND_DISK)
+        folded = head_files.mapInArrow(fold_task, FOLD_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
         folded.count()  # folds now, while one file per task holds
     finally:
         spark.conf.set("spark.sql.files.openCostInBytes", saved)
     return folded
+
+
+def _struct(schema: str) -> str:
+    return "STRUCT<" + ", ".join(f.replace(" ", ": ", 1) for f in schema.split(", ")) + ">"
+
+
+# what the fold tasks return (replay.tasks.fold_arrow): one typed struct column per big row set
+FOLD_SCHEMA = ("kind STRING, unit STRING, date STRING, small STRING, " +
+               ", ".join(f"{kind} {_struct(SCHEMAS[kind])}" for kind in ("timeline", "election", "event", "finding")))
+
+
+def _fold_arrow_schema(spark: SparkSession):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark.createDataFrame([], FOLD_SCHEMA).schema)
+
+
+def unclean_not_allowed(elections: DataFrame) -> DataFrame:
+    """`audit.check_elections` as a DataFrame operation (the rule is a row filter): findings."""
+    no = F.lit(False)
+    return elections.filter(
+        F.coalesce(F.col("unclean"), no) & ~F.coalesce(F.col("unclean_allowed"), no)
+        & ~F.coalesce(F.col("admin_requested"), no) & ~F.col("outcome").eqNullSafe("conflict")).select(
+        F.lit("unclean-not-allowed").alias("rule"), F.lit("violation").alias("severity"), "journal", "file", "line",
+        F.col("cause_seq").alias("seq"), "time", "topic", "partition",
+        F.format_string("unclean election of leader %d (epoch %d) while the topic does not allow unclean leader "
+                        "election", F.col("leader"), F.col("leader_epoch")).alias("detail"))
 
 
 def _name_seq(path: str) -> int:
@@ -481,7 +507,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         folded = _fold(spark, source, execute, display, uids)
         small_kinds = ("unit", "term", "broker", "reassign", "decision", "outcome")
         fresh: dict[str, dict] = {uids[u.unit]: {k: [] for k in small_kinds} for u in execute}
-        for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "payload", "unit").collect():
+        for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "small", "unit").collect():
             fresh[r[2]][r[0]].append(json.loads(r[1]))
         for u in execute:
             manifest.units[keys[u.unit]] = {"uid": uids[u.unit], "journal": u.journal, "snapshot_seq": u.snapshot_seq,
@@ -503,8 +529,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         store.mkdirs(name)
 
     def unit_rows(kind: str, schema: str) -> DataFrame:
-        return (folded.filter(F.col("kind") == kind)
-                .select(F.from_json("payload", schema).alias("x"), "unit", "date").select("x.*", "unit", "date"))
+        return folded.filter(F.col("kind") == kind).select(f"{kind}.*", "unit", "date")
 
     def append(df: DataFrame, name: str) -> None:
         df.write.mode("append").partitionBy("journal", "date", "unit").parquet(f"{out}/{name}")
@@ -547,28 +572,18 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
     b_audit = sc.broadcast((cluster["broker_intervals"], cluster["failures"], end, t0, width))
 
-    def audit_task(rows):
-        from replay.tasks import audit_partitions
+    def audit_task(batches):
+        from replay.tasks import audit_arrow
 
         intervals, failures, end_time, t0_, width_ = b_audit.value
-        return audit_partitions(((r[0], r[1], r[2]) for r in rows), intervals, failures, end_time, t0_, width_)
+        return audit_arrow(batches, intervals, failures, end_time, t0_, width_)
 
-    timeline_cols = [c.split(" ")[0] for c in SCHEMAS["timeline"].split(", ")]
-    payloads = timeline.select("topic", "partition",
-                               F.to_json(F.struct(*[F.col(c.strip("`")) for c in timeline_cols])).alias("payload"))
-    audited = spark.createDataFrame(
-        payloads.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
-        .sortWithinPartitions("topic", "partition").rdd.mapPartitions(audit_task),
-        "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK)
+    timeline_cols = [F.col(c.split(" ")[0].strip("`")) for c in SCHEMAS["timeline"].split(", ")]
+    audited = (timeline.select(*timeline_cols).repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
+               .sortWithinPartitions("topic", "partition")
+               .mapInArrow(audit_task, "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK))
 
-    def election_task(rows):
-        from replay.tasks import check_elections
-
-        return ((p,) for p in check_elections(r[0] for r in rows))
-
-    election_findings = spark.createDataFrame(
-        elections.select(F.to_json(F.struct(*elections.columns))).rdd.mapPartitions(election_task), "payload STRING") \
-        .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+    election_findings = unclean_not_allowed(elections)
     whole = (audited.filter(F.col("kind") == "finding")
              .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
              .unionByName(election_findings)
