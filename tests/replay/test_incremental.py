@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from pyspark.sql import functions as F
 
 from replay.journal_reader import list_segments
 
@@ -109,3 +110,21 @@ def test_an_audited_segment_that_changed_is_a_violation_until_a_full_run(spark, 
     assert [f["rule"] for f in (r.asDict() for r in spark.read.parquet(str(out / "findings")).collect())
             if f["severity"] == "violation"] == ["segment-changed", "segment-changed"]
     assert job.run(spark, str(journal), str(out), quiet=True, full=True) == 0
+
+
+def test_the_unclean_election_rule_as_a_dataframe_filter_agrees_with_the_python_rule(spark):  # noqa: F811
+    from replay import audit, job
+
+    base = {"time": 5, "decided_at": 4, "journal": "node-1", "controller_id": 1, "epoch": 2, "topic": "t",
+            "partition": 0, "kind": "clean", "strategy": "offline", "leader_before": 1, "leader": 2,
+            "leader_epoch": 3, "isr": [2], "unclean": True, "unclean_allowed": False, "admin_requested": False,
+            "outcome": "landed", "cause_type": "BrokersChanged", "cause_seq": 9, "confirm_seq": 10,
+            "file": "node-1/segment-00000000000000000001.jsonl", "line": 9}
+    rows = [base, dict(base, unclean_allowed=True), dict(base, admin_requested=True), dict(base, outcome="conflict"),
+            dict(base, unclean=False), dict(base, outcome=None, partition=1), dict(base, unclean_allowed=None,
+                                                                                    partition=2)]
+    df = spark.createDataFrame([(json.dumps(r),) for r in rows], "p STRING") \
+        .select(F.from_json("p", job.SCHEMAS["election"]).alias("x")).select("x.*")
+    got = sorted((r.asDict() for r in job.unclean_not_allowed(df).collect()), key=lambda f: f["partition"])
+    assert got == sorted(audit.check_elections(rows), key=lambda f: f["partition"])
+    assert len(got) == 3
