@@ -40,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
-from replay import checkpoint, history, package, report  # noqa: E402
+from replay import checkpoint, history, package, report, rules  # noqa: E402
 from replay.plan import INF, SegmentSummary, check_segments, mixed_clusters, plan_units  # noqa: E402
 
 TABLES = {
@@ -568,7 +568,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     elections = read("elections", SCHEMAS["election"]).drop("date", "unit")
     events = read("events", SCHEMAS["event"]).drop("date", "unit")
 
-    # 5. the audit of every partition's whole timeline (executors) --------------------------------
+    # 5. the audit of every partition's whole timeline (executors): the rules as window functions
+    #    (replay/rules.py), the measurements (offline time, recovery) in Python over Arrow batches
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
     b_audit = sc.broadcast((cluster["broker_intervals"], cluster["failures"], end, t0, width))
 
@@ -576,7 +577,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         from replay.tasks import audit_arrow
 
         intervals, failures, end_time, t0_, width_ = b_audit.value
-        return audit_arrow(batches, intervals, failures, end_time, t0_, width_)
+        return audit_arrow(batches, intervals, failures, end_time, t0_, width_, rules=False)
 
     timeline_cols = [F.col(c.split(" ")[0].strip("`")) for c in SCHEMAS["timeline"].split(", ")]
     audited = (timeline.select(*timeline_cols).repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
@@ -586,6 +587,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     election_findings = unclean_not_allowed(elections)
     whole = (audited.filter(F.col("kind") == "finding")
              .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+             .unionByName(rules.timeline_rules(timeline))
              .unionByName(election_findings)
              .unionByName(local_rows(line_findings + driver_findings, SCHEMAS["finding"])))
     offline = audited.filter(F.col("kind") == "offline").select(F.from_json("payload", SCHEMAS["offline"]).alias("x")) \

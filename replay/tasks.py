@@ -132,7 +132,7 @@ def _string_batches(pairs, size: int = 8192):
                                          names=["kind", "payload"])
 
 
-def audit_arrow(batches, intervals: list, failures: list, end_time: int, t0: int, width: int):
+def audit_arrow(batches, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
     """`audit_partitions` under `mapInArrow`: timeline record batches sorted by (topic,
     partition) in, (kind, payload) batches out."""
     def rows():
@@ -140,10 +140,10 @@ def audit_arrow(batches, intervals: list, failures: list, end_time: int, t0: int
             for r in b.to_pylist():
                 yield r["topic"], r["partition"], r
 
-    return _string_batches(audit_partitions(rows(), intervals, failures, end_time, t0, width))
+    return _string_batches(audit_partitions(rows(), intervals, failures, end_time, t0, width, rules))
 
 
-def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int):
+def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
     """One task: timeline rows (dicts, or JSON payloads) sorted by (topic, partition). Emits findings, one offline row
     per partition, (failure, recovery ms) pairs, and this task's offline and leader deltas summed
     per chart bucket."""
@@ -158,7 +158,7 @@ def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: i
     current, batch = None, []
 
     def flush():
-        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time)
+        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time, rules)
         for f in findings:
             yield "finding", _dumps(f)
         yield "offline", _dumps({"topic": current[0], "partition": current[1],
