@@ -19,7 +19,7 @@ from replay.journal_reader import list_segments
 
 from .helpers import ROOT, flip_byte, generate_subprocess
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 class Follower:
@@ -40,7 +40,7 @@ class Follower:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
-    def wait_for(self, prefix: str, timeout: float = 300) -> str:
+    def wait_for(self, prefix: str, timeout: float = 900) -> str:
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -53,7 +53,7 @@ class Follower:
             if line.startswith(prefix):
                 return line
 
-    def interrupt(self, timeout: float = 120) -> int:
+    def interrupt(self, timeout: float = 600) -> int:
         os.killpg(self.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         code = self.proc.wait(timeout=timeout)
         for line in iter(self.lines.get, None):
