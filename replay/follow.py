@@ -32,7 +32,7 @@ _SEGMENT = re.compile(r"^segment-(\d{20})\.jsonl(\.gz)?$")
 def closed_segments(roots: list[str]) -> tuple:
     """(path, size, mtime) of every segment under `roots` that is not its journal's last: what a
     pass would audit. Only a trigger: the job compares contents, not these."""
-    by_dir: dict[str, list[tuple[int, os.DirEntry]]] = {}
+    by_dir: dict[str, list[tuple[int, str]]] = {}
     for root in roots:
         for dirpath, _, names in os.walk(root):
             for name in names:
