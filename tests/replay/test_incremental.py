@@ -45,7 +45,8 @@ def table_counts(spark, out, names):  # noqa: F811
     return {name: spark.read.parquet(str(out / name)).count() for name in names}
 
 
-@pytest.mark.timeout(1200)  # three Spark runs: minutes on a loaded two-core machine
+@pytest.mark.slow  # three Spark runs and a plain replay: a few minutes
+@pytest.mark.timeout(1200)
 def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_run(spark, full_journal,  # noqa: F811
                                                                                    tmp_path):
     from replay import job
@@ -87,6 +88,7 @@ def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_ru
         {k: counts[k] for k in ("partition_timeline", "events", "findings")}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_an_audited_segment_that_changed_is_a_violation_until_a_full_run(spark, full_journal, tmp_path,  # noqa: F811
                                                                          capsys):
