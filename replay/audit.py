@@ -245,9 +245,11 @@ def _zk_order(rows: list[dict]) -> list[list[dict]]:
                                        _KIND_ORDER.get(r["kind"], 9))) for inc in incarnations]
 
 
-def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dict], end_time: int):
+def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dict], end_time: int,
+                    rules: bool = True):
     """The per-partition rules and measurements. Returns (findings, offline intervals,
-    recoveries [(failure, ms or None)], leader deltas [(time, broker, +1/-1)])."""
+    recoveries [(failure, ms or None)], leader deltas [(time, broker, +1/-1)]). `rules=False`:
+    the measurements only (the Spark job checks the rules as window functions, replay/rules.py)."""
     findings = []
     if not rows:
         return findings, [], [], []
@@ -257,7 +259,7 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
         findings.append(finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
                                 line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic, partition=partition))
 
-    for inc in _zk_order(rows):
+    for inc in _zk_order(rows) if rules else ():
         prev = None
         max_writer = None
         by_version: dict[int, dict] = {}

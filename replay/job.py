@@ -23,6 +23,7 @@ Stages (what runs where):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -39,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
-from replay import history, package, report  # noqa: E402
+from replay import checkpoint, history, package, report, rules  # noqa: E402
 from replay.plan import INF, SegmentSummary, check_segments, mixed_clusters, plan_units  # noqa: E402
 
 TABLES = {
@@ -55,6 +56,9 @@ TABLES = {
     "partition_offline": "offline time per partition",
     "broker_failures": "broker failures and the time until every partition they led had a live leader again",
 }
+
+# appended per fold unit (replay/checkpoint.py): journal=<journal>/date=<UTC day>/unit=<unit id>
+PARTITIONED = ("partition_timeline", "elections", "events", "findings")
 
 SCHEMAS = {
     "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
@@ -167,61 +171,110 @@ def _display(root: str, directory: str) -> str:
     return directory
 
 
-def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool = True, quiet: bool = False,
-        report_dir: str | None = None) -> int:
-    """Run the replay and audit of the journals under `journal` (one directory or several, of one
-    cluster); write the tables under `out` and the report (report.html, the charts, summary.json)
-    under `out` too, or under `report_dir` (a local directory; needed when `out` is not on the
-    local file system); return the exit code (2: bad input, such as journals of two clusters)."""
-    started = time.perf_counter()
-    sc = spark.sparkContext
-    try:
-        root, files = _list_segments(spark, journal)
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if ship:
-        package.ship(sc)
-    if report_dir is None and "://" in out and not out.startswith("file:"):
-        report_dir = "kctl-replay-report"
-    out_dir = Path(report_dir) if report_dir is not None else Path(_norm(out))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    uri = lambda p: p if "://" in p else "file://" + p  # noqa: E731
+class _Store:
+    """The tables and the checkpoint under `--out`, through Hadoop's file system (a local path,
+    or hdfs:// and the like for spark-submit)."""
 
-    # 1. lines and their checks (executors; the text is not kept) ------------------------------
-    files_df = _whole_files(spark, [uri(f) for f in files]).select(
+    def __init__(self, spark: SparkSession, out: str):
+        sc = spark.sparkContext
+        self.jvm = sc._jvm
+        self.out = out.rstrip("/")
+        self.Path = self.jvm.org.apache.hadoop.fs.Path
+        self.fs = self.Path(self.out).getFileSystem(sc._jsc.hadoopConfiguration())
+
+    def read_text(self, rel: str) -> str | None:
+        path = self.Path(f"{self.out}/{rel}")
+        if not self.fs.exists(path):
+            return None
+        stream = self.fs.open(path)
+        try:
+            return self.jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def write_text(self, rel: str, text: str) -> None:
+        """Replace `rel` with `text`: written aside, then renamed over it."""
+        target, tmp = self.Path(f"{self.out}/{rel}"), self.Path(f"{self.out}/{rel}.tmp")
+        stream = self.fs.create(tmp, True)
+        try:
+            stream.write(bytearray(text.encode()))
+        finally:
+            stream.close()
+        self.fs.delete(target, False)
+        if not self.fs.rename(tmp, target):
+            raise OSError(f"cannot move {rel}.tmp over {rel} under {self.out}")
+
+    def delete(self, rel: str) -> None:
+        self.fs.delete(self.Path(f"{self.out}/{rel}"), True)
+
+    def mkdirs(self, rel: str) -> None:
+        self.fs.mkdirs(self.Path(f"{self.out}/{rel}"))
+
+    def drop_units(self, keep: set[str]) -> int:
+        """Delete every unit directory of the partitioned tables whose unit id is not in `keep`."""
+        dropped = 0
+        for table in PARTITIONED:
+            for st in self.fs.globStatus(self.Path(f"{self.out}/{table}/*/*/unit=*")) or []:
+                if st.getPath().getName()[len("unit="):] not in keep:
+                    self.fs.delete(st.getPath(), True)
+                    dropped += 1
+        return dropped
+
+
+def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[str, int]) -> list[checkpoint.Hashed]:
+    """The content hash of every listed segment (decompressed text), and of the prefix the
+    manifest recorded, on the executors."""
+    pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
+    rows = (_whole_files(spark, [_uri(p) for p, _, _ in listed]).select("path", "value")
+            .join(F.broadcast(pref), "path", "left")
+            .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
+                    F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
+                    .alias("prefix")).collect())
+    got = {r["path"]: r for r in rows}
+    return [checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"]) for p, j, n in listed]
+
+
+def _uri(p: str) -> str:
+    return p if "://" in p else "file://" + p
+
+
+def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Every line of the given segments with its checks (executors; the text is not kept)."""
+    files_df = _whole_files(spark, [_uri(f) for f in paths]).select(
         "path", "journal", "name_seq", F.split("value", "\n", -1).alias("arr")).withColumn("n", F.size("arr"))
-    lines = (files_df.select("path", "journal", "name_seq", "n", F.posexplode("arr").alias("pos", "text"))
-             .withColumn("line", (F.col("pos") + 1).cast("int"))
-             .withColumn("is_last", F.col("pos") == F.col("n") - 1)
-             .filter(~(F.col("is_last") & (F.col("text") == "")))
-             .withColumn("torn", F.col("is_last"))
-             .withColumn("crc_ok", F.expr(CRC_OK))
-             # the header is parsed from the line's prefix up to "body" (the writer's key order);
-             # a line written in another order falls back to parsing the whole line
-             .withColumn("body_at", F.locate(',"body":', F.col("text")))
-             .withColumn("h0", F.when(F.col("crc_ok") & (F.col("body_at") > 0), F.from_json(
-                 F.concat(F.expr("substring(text, 1, body_at - 1)"), F.lit("}")), HEADER_FIELDS)))
-             .withColumn("h", F.when(F.col("crc_ok"), F.when(
-                 F.col("h0.seq").isNotNull() & F.col("h0.type").isNotNull() & F.col("h0.controller_id").isNotNull()
-                 & F.col("h0.controller_epoch").isNotNull() & F.col("h0.at").isNotNull() & F.col("h0.v").isNotNull(),
-                 F.col("h0")).otherwise(F.from_json("text", HEADER_FIELDS))))
-             .select("journal", "path", "name_seq", "line", "torn",
-                     (F.instr(F.col("text"), "\u0000") > 0).alias("has_nul"),
-                     (F.col("crc_ok") & F.col("h.seq").isNotNull() & F.col("h.type").isNotNull()
-                      & F.col("h.controller_id").isNotNull() & F.col("h.controller_epoch").isNotNull()
-                      & F.col("h.at").isNotNull() & F.col("h.v").isNotNull()).alias("ok"),
-                     "crc_ok", F.col("h.seq").alias("seq"), F.col("h.type").alias("type"),
-                     F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
-                            F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
-                            .getField("event_seq")).alias("event_seq"),
-                     # the writer puts the cluster id first into a snapshot's body (adapters/journal/writer.py)
-                     F.when(F.col("crc_ok") & (F.col("line") == 1) & (F.col("h.type") == "snapshot"),
-                            F.nullif(F.regexp_extract(F.substring("text", 1, 400), CLUSTER_ID_RE, 1), F.lit("")))
-                     .alias("cluster_id"))
-             .persist(StorageLevel.MEMORY_AND_DISK))
+    return (files_df.select("path", "journal", "name_seq", "n", F.posexplode("arr").alias("pos", "text"))
+            .withColumn("line", (F.col("pos") + 1).cast("int"))
+            .withColumn("is_last", F.col("pos") == F.col("n") - 1)
+            .filter(~(F.col("is_last") & (F.col("text") == "")))
+            .withColumn("torn", F.col("is_last"))
+            .withColumn("crc_ok", F.expr(CRC_OK))
+            # the header is parsed from the line's prefix up to "body" (the writer's key order);
+            # a line written in another order falls back to parsing the whole line
+            .withColumn("body_at", F.locate(',"body":', F.col("text")))
+            .withColumn("h0", F.when(F.col("crc_ok") & (F.col("body_at") > 0), F.from_json(
+                F.concat(F.expr("substring(text, 1, body_at - 1)"), F.lit("}")), HEADER_FIELDS)))
+            .withColumn("h", F.when(F.col("crc_ok"), F.when(
+                F.col("h0.seq").isNotNull() & F.col("h0.type").isNotNull() & F.col("h0.controller_id").isNotNull()
+                & F.col("h0.controller_epoch").isNotNull() & F.col("h0.at").isNotNull() & F.col("h0.v").isNotNull(),
+                F.col("h0")).otherwise(F.from_json("text", HEADER_FIELDS))))
+            .select("journal", "path", "name_seq", "line", "torn",
+                    (F.instr(F.col("text"), "\u0000") > 0).alias("has_nul"),
+                    (F.col("crc_ok") & F.col("h.seq").isNotNull() & F.col("h.type").isNotNull()
+                     & F.col("h.controller_id").isNotNull() & F.col("h.controller_epoch").isNotNull()
+                     & F.col("h.at").isNotNull() & F.col("h.v").isNotNull()).alias("ok"),
+                    "crc_ok", F.col("h.seq").alias("seq"), F.col("h.type").alias("type"),
+                    F.when(F.col("crc_ok") & (F.col("h.type") == "effects"),
+                           F.from_json("text", "body STRUCT<event_seq: BIGINT>").getField("body")
+                           .getField("event_seq")).alias("event_seq"),
+                    # the writer puts the cluster id first into a snapshot's body (adapters/journal/writer.py)
+                    F.when(F.col("crc_ok") & (F.col("line") == 1) & (F.col("h.type") == "snapshot"),
+                           F.nullif(F.regexp_extract(F.substring("text", 1, 400), CLUSTER_ID_RE, 1), F.lit("")))
+                    .alias("cluster_id")))
 
-    # 2. per-segment summaries and the plan (driver, one row per file) -------------------------
+
+def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], display: dict[str, str]):
+    """Summaries, cluster ids and line findings (bad lines, seq out of place) of the scanned
+    segments, collected to the driver."""
     summary_rows = lines.groupBy("journal", "path", "name_seq").agg(
         F.max("line").alias("lines"),
         F.max(F.col("torn").cast("int")).alias("torn"),
@@ -232,31 +285,17 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         F.max(F.when(F.col("ok"), F.col("event_seq"))).alias("max_effects_event_seq"),
         F.max("cluster_id").alias("cluster_id"),
     ).collect()
-    marks = {"read, check and plan": time.perf_counter()}
-    summaries = [SegmentSummary(r["journal"], r["path"], r["name_seq"], r["lines"], bool(r["torn"]), r["head_type"],
-                                r["head_seq"], r["second_type"], r["second_event_seq"], r["max_effects_event_seq"])
-                 for r in summary_rows]
-    display = {s.journal: _display(root, s.journal) for s in summaries}
-    mixed = mixed_clusters([(r["journal"], r["path"], r["cluster_id"]) for r in summary_rows], display.get)
-    if mixed is not None:
-        lines.unpersist()
-        print(f"error: {mixed}", file=sys.stderr)
-        return 2
-    last_segment = {}
-    for s in summaries:
-        last_segment[s.journal] = max(last_segment.get(s.journal, -1), s.name_seq)
-    driver_findings = check_segments(summaries, display.get)
-    units, plan_findings = plan_units(summaries, display.get)
-    driver_findings += plan_findings
-
-    # line findings (executors): bad lines, seq out of place
-    last_df = spark.createDataFrame([(j, n) for j, n in last_segment.items()], "journal STRING, last_name_seq BIGINT")
+    summaries = {r["path"]: SegmentSummary(r["journal"], r["path"], r["name_seq"], r["lines"], bool(r["torn"]),
+                                           r["head_type"], r["head_seq"], r["second_type"], r["second_event_seq"],
+                                           r["max_effects_event_seq"]) for r in summary_rows}
+    clusters = {r["path"]: r["cluster_id"] for r in summary_rows}
+    last_df = spark.createDataFrame(list(last_segment.items()), "journal STRING, last_name_seq BIGINT")
     disp_df = spark.createDataFrame(list(display.items()), "journal STRING, shown STRING")
     bad = (lines.filter(~F.col("torn") & (~F.col("ok") | (F.col("seq") != F.col("name_seq") + F.col("line") - 1)))
            .join(F.broadcast(last_df), "journal").join(F.broadcast(disp_df), "journal")
-           .join(F.broadcast(spark.createDataFrame([(s.path, s.lines) for s in summaries], "path STRING, lines INT")),
-                 "path"))
-    line_findings = bad.select(
+           .join(F.broadcast(spark.createDataFrame([(s.path, s.lines) for s in summaries.values()],
+                                                   "path STRING, lines INT")), "path"))
+    rows = bad.select(
         # a complete bad last line is an unfinished write only if it holds NULs (unwritten space);
         # otherwise it is a damaged record, like the writer decides (adapters/journal/format.py)
         F.when(F.col("ok"), F.lit("seq-mismatch"))
@@ -271,12 +310,21 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         F.when(F.col("ok"), F.format_string("seq %d on line %d, expected %d", F.col("seq"), F.col("line"),
                                             F.col("name_seq") + F.col("line") - 1))
          .when(~F.col("crc_ok"), F.lit("checksum mismatch or malformed line (not {\"crc\":\"<8 hex>\",...})"))
-         .otherwise(F.lit("checksum matches but the record lacks a required field or has a wrong type")).alias("detail"))
+         .otherwise(F.lit("checksum matches but the record lacks a required field or has a wrong type")).alias("detail"),
+    ).collect()
+    line_findings: dict[str, list[dict]] = {}
+    for r in rows:
+        line_findings.setdefault(r["file"], []).append(r.asDict())
+    return summaries, clusters, line_findings
 
-    # 3. fold: one task per unit, reading the unit's head segment itself; the few records of a
-    #    unit that lie in other segments (the tail of a batch before a roll, or every record of a
-    #    segment without a snapshot head) are looked up first and broadcast -------------------------
-    unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path,
+
+def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uids: dict[int, str]) -> DataFrame:
+    """Re-execute the given units: one task per unit, reading the unit's head segment itself;
+    the few records of a unit that lie in other segments (the tail of a batch before a roll, or
+    every record of a segment without a snapshot head) are looked up first and broadcast.
+    Returns the fold batches (`FOLD_SCHEMA`), persisted."""
+    sc = spark.sparkContext
+    unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path, "uid": uids[u.unit],
                           "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index} for u in units}
     units_df = spark.createDataFrame([(u.journal, u.unit, u.lo, min(u.hi, INF), u.head_path) for u in units],
                                      "journal STRING, unit INT, lo BIGINT, hi BIGINT, head_path STRING")
@@ -297,7 +345,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                                         for r in away],
                                        "path STRING, line INT, unit INT, seq BIGINT, type STRING, event_seq BIGINT")
         paths = sorted({r["path"] for r in away})
-        texts = (_whole_files(spark, [uri(p) for p in paths])
+        texts = (_whole_files(spark, [_uri(p) for p in paths])
                  .select("path", F.posexplode(F.split("value", "\n", -1)).alias("pos", "text"))
                  .withColumn("line", (F.col("pos") + 1).cast("int"))
                  .join(F.broadcast(wanted), ["path", "line"])
@@ -307,77 +355,245 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     b_units, b_display, b_boundary = sc.broadcast(unit_meta), sc.broadcast(display), sc.broadcast(boundary)
     unit_of_head = {u.head_path: u.unit for u in units}
 
-    def fold_task(rows):
-        from replay.tasks import fold_files
+    arrow_schema = _fold_arrow_schema(spark)
 
-        return fold_files(((r[0], r[1]) for r in rows), unit_of_head, b_units.value, b_display.value,
-                          b_boundary.value)
+    def fold_task(batches):
+        from replay.tasks import fold_arrow
+
+        return fold_arrow(batches, unit_of_head, b_units.value, b_display.value, b_boundary.value, arrow_schema)
 
     saved = spark.conf.get("spark.sql.files.openCostInBytes")
     spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
     try:
-        head_files = _whole_files(spark, [uri(u.head_path) for u in units]).select("path", "value")
-        folded = spark.createDataFrame(head_files.rdd.mapPartitions(fold_task), "kind STRING, payload STRING") \
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        marks["read, check and plan"] = time.perf_counter() - started
-        fold_started = time.perf_counter()
-        small = {k: [] for k in ("unit", "term", "broker", "reassign", "decision", "outcome")}
-        for r in folded.filter(F.col("kind").isin(*small)).collect():
-            small[r[0]].append(json.loads(r[1]))
-        marks["fold"] = time.perf_counter() - fold_started
+        head_files = _whole_files(spark, [_uri(u.head_path) for u in units]).select("path", "value")
+        folded = head_files.mapInArrow(fold_task, FOLD_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        folded.count()  # folds now, while one file per task holds
     finally:
         spark.conf.set("spark.sql.files.openCostInBytes", saved)
+    return folded
+
+
+def _struct(schema: str) -> str:
+    return "STRUCT<" + ", ".join(f.replace(" ", ": ", 1) for f in schema.split(", ")) + ">"
+
+
+# what the fold tasks return (replay.tasks.fold_arrow): one typed struct column per big row set
+FOLD_SCHEMA = ("kind STRING, unit STRING, date STRING, small STRING, " +
+               ", ".join(f"{kind} {_struct(SCHEMAS[kind])}" for kind in ("timeline", "election", "event", "finding")))
+
+
+def _fold_arrow_schema(spark: SparkSession):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark.createDataFrame([], FOLD_SCHEMA).schema)
+
+
+def unclean_not_allowed(elections: DataFrame) -> DataFrame:
+    """`audit.check_elections` as a DataFrame operation (the rule is a row filter): findings."""
+    no = F.lit(False)
+    return elections.filter(
+        F.coalesce(F.col("unclean"), no) & ~F.coalesce(F.col("unclean_allowed"), no)
+        & ~F.coalesce(F.col("admin_requested"), no) & ~F.col("outcome").eqNullSafe("conflict")).select(
+        F.lit("unclean-not-allowed").alias("rule"), F.lit("violation").alias("severity"), "journal", "file", "line",
+        F.col("cause_seq").alias("seq"), "time", "topic", "partition",
+        F.format_string("unclean election of leader %d (epoch %d) while the topic does not allow unclean leader "
+                        "election", F.col("leader"), F.col("leader_epoch")).alias("detail"))
+
+
+def _name_seq(path: str) -> int:
+    import re
+
+    return int(re.search(r"segment-(\d{20})\.jsonl", path).group(1))
+
+
+def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool = True, quiet: bool = False,
+        report_dir: str | None = None, full: bool = False, closed_only: bool = False,
+        on_findings=None) -> int:
+    """Run the replay and audit of the journals under `journal` (one directory or several, of one
+    cluster); write the tables under `out` and the report (report.html, the charts, summary.json)
+    under `out` too, or under `report_dir` (a local directory; needed when `out` is not on the
+    local file system); return the exit code (2: bad input, such as journals of two clusters).
+
+    Incremental (replay/checkpoint.py): segments and fold units audited by an earlier run over the
+    same `out` are not read or re-executed again; `full` starts from scratch. `closed_only` leaves
+    out each journal's last segment (still being written) unless it was audited unchanged;
+    `on_findings(rows)` receives every finding of the verdict (`kctl replay --follow`)."""
+    started = time.perf_counter()
+    sc = spark.sparkContext
+    try:
+        root, files = _list_segments(spark, journal)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if ship:
+        package.ship(sc)
+    if report_dir is None and "://" in out and not out.startswith("file:"):
+        report_dir = "kctl-replay-report"
+    out_dir = Path(report_dir) if report_dir is not None else Path(_norm(out))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # partition values ("2026-11-25", a unit id of hex digits) stay strings
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    store = _Store(spark, out)
+    try:
+        manifest = checkpoint.Manifest() if full else checkpoint.Manifest.parse(store.read_text(checkpoint.PATH))
+    except ValueError as exc:
+        print(f"error: --out {out}: unreadable checkpoint ({exc}); use --full to audit from scratch", file=sys.stderr)
+        return 2
+    if manifest.empty:  # from scratch: no rows of an earlier run (or of an older table layout) stay
+        for name in TABLES:
+            store.delete(name)
+        store.delete(checkpoint.PATH)
+
+    # 1. content hashes; what changed since the checkpoint ----------------------------------------
+    listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
+    display = {j: _display(root, j) for _, j, _ in listed}
+    hashed = _hash(spark, listed, manifest.prefix_lengths(listed))
+    status, _ = manifest.classify(hashed, display.get)
+    if closed_only:
+        still_open = {p for p, _, _ in listed} - checkpoint.closed(listed)
+        hashed = [h for h in hashed if h.path not in still_open or status[h.path] == "known"]
+        if not hashed:
+            return 0
+    marks = {"hash": time.perf_counter() - started}
+    last_segment: dict[str, int] = {}
+    for h in hashed:
+        last_segment[h.journal] = max(last_segment.get(h.journal, -1), h.name_seq)
+    is_last = {h.path: h.name_seq == last_segment[h.journal] for h in hashed}
+    rescan = [h for h in hashed if status[h.path] != "known"
+              or manifest.segments[checkpoint.seg_key(h.journal, h.name_seq)]["last"] != is_last[h.path]]
+    rescan_paths = {h.path for h in rescan}
+
+    # 2. lines and their checks, of the segments not audited yet (executors) ---------------------
+    lines = _lines(spark, sorted(rescan_paths)).persist(StorageLevel.MEMORY_AND_DISK) if rescan else None
+    new_summaries, new_clusters, new_line_findings = (
+        _scan(spark, lines, last_segment, display) if lines is not None else ({}, {}, {}))
+    summaries, cluster_ids, line_findings = [], [], []
+    for h in hashed:
+        if h.path in rescan_paths:
+            summaries.append(new_summaries[h.path])
+            cluster_ids.append((h.journal, h.path, new_clusters[h.path]))
+            line_findings += new_line_findings.get(h.path, [])
+        else:
+            summaries.append(manifest.summary_of(h))
+            cluster_ids.append((h.journal, h.path, manifest.cluster_id(h)))
+            line_findings += manifest.cached_line_findings(h, display.get)
+    mixed = mixed_clusters(cluster_ids, display.get)
+    if mixed is not None:
+        if lines is not None:
+            lines.unpersist()
+        print(f"error: {mixed}", file=sys.stderr)
+        return 2
+    for h in rescan:
+        manifest.record_segment(h, new_summaries[h.path], new_clusters[h.path], is_last[h.path],
+                                new_line_findings.get(h.path, []))
+    for h in hashed:
+        seen = manifest.segments[checkpoint.seg_key(h.journal, h.name_seq)]
+        seen["file"], seen["last"] = h.path, is_last[h.path]
+    driver_findings = list(manifest.changes) + check_segments(summaries, display.get)
+    units, plan_findings = plan_units(summaries, display.get)
+    driver_findings += plan_findings
+    keys = checkpoint.unit_keys(units, summaries, {h.path: h.sha for h in hashed})
+    uids = {n: checkpoint.unit_id(k) for n, k in keys.items()}
+    execute = [u for u in units if keys[u.unit] not in manifest.units]
+    marks["read, check and plan"] = time.perf_counter() - started - marks["hash"]
+
+    # 3. re-execute the units not audited yet (executors) -----------------------------------------
+    fold_started = time.perf_counter()
+    folded = None
+    if execute:
+        extra = sorted(checkpoint.reads_of(execute, units, summaries) - rescan_paths)
+        source = lines if not extra else (_lines(spark, extra) if lines is None
+                                          else lines.unionByName(_lines(spark, extra)))
+        folded = _fold(spark, source, execute, display, uids)
+        small_kinds = ("unit", "term", "broker", "reassign", "decision", "outcome")
+        fresh: dict[str, dict] = {uids[u.unit]: {k: [] for k in small_kinds} for u in execute}
+        for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "small", "unit").collect():
+            fresh[r[2]][r[0]].append(json.loads(r[1]))
+        for u in execute:
+            manifest.units[keys[u.unit]] = {"uid": uids[u.unit], "journal": u.journal, "snapshot_seq": u.snapshot_seq,
+                                            "small": fresh[uids[u.unit]]}
+    live = {keys[u.unit] for u in units}
+    for key in [k for k in manifest.units if k not in live]:
+        del manifest.units[key]  # superseded: its journal grew past it, or its segments changed
+    small = {k: [] for k in ("unit", "term", "broker", "reassign", "decision", "outcome")}
+    for u in units:
+        for kind, rows in manifest.units[keys[u.unit]]["small"].items():
+            small[kind] += rows
+    marks["fold"] = time.perf_counter() - fold_started
     rest_started = time.perf_counter()
 
-    # 4. cross-unit history (driver) and per-partition audit (executors) -------------------------
+    # 4. per-unit rows into the tables; cross-unit history (driver) --------------------------------
+    executed_uids = {uids[u.unit] for u in execute}
+    store.drop_units({uids[u.unit] for u in units} - executed_uids)  # also every unit=cluster directory
+    for name in PARTITIONED:
+        store.mkdirs(name)
+
+    def unit_rows(kind: str, schema: str) -> DataFrame:
+        return folded.filter(F.col("kind") == kind).select(f"{kind}.*", "unit", "date")
+
+    def append(df: DataFrame, name: str) -> None:
+        df.write.mode("append").partitionBy("journal", "date", "unit").parquet(f"{out}/{name}")
+
+    def cluster_rows(df: DataFrame) -> DataFrame:
+        return (df.withColumn("date", F.date_format(F.from_unixtime(F.col("time") / 1000), "yyyy-MM-dd"))
+                .withColumn("unit", F.lit(checkpoint.CLUSTER_UNIT)))
+
+    def read(name: str, schema: str) -> DataFrame:
+        return spark.read.schema(f"{schema}, date STRING, unit STRING").parquet(f"{out}/{name}")
+
     cluster = history.assemble(small["unit"], small["term"], small["broker"], small["reassign"], small["decision"],
                                small["outcome"])
     driver_findings += cluster["findings"]
-
-    def of(kind: str, schema: str) -> DataFrame:
-        return folded.filter(F.col("kind") == kind).select(F.from_json("payload", schema).alias("x")).select("x.*")
 
     def local_rows(rows: list[dict], schema: str) -> DataFrame:
         return spark.createDataFrame([(json.dumps(r),) for r in rows], "payload STRING") \
             .select(F.from_json("payload", schema).alias("x")).select("x.*")
 
-    timeline = of("timeline", SCHEMAS["timeline"]).unionByName(local_rows(cluster["timeline"], SCHEMAS["timeline"]))
-    elections = of("election", SCHEMAS["election"]).unionByName(local_rows(cluster["elections"], SCHEMAS["election"]))
-    events = of("event", SCHEMAS["event"])
+    per_table = {"partition_timeline": [cluster_rows(local_rows(cluster["timeline"], SCHEMAS["timeline"]))],
+                 "elections": [cluster_rows(local_rows(cluster["elections"], SCHEMAS["election"]))]}
+    if folded is not None:
+        for name, kind, schema in (("partition_timeline", "timeline", "timeline"), ("elections", "election", "election"),
+                                   ("events", "event", "event"), ("findings", "finding", "finding")):
+            per_table.setdefault(name, []).append(unit_rows(kind, SCHEMAS[schema]))
+    # one write per table (two appends into one directory at once would share its _temporary)
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
+        for done in [pool.submit(append, functools.reduce(DataFrame.unionByName, dfs), name)
+                     for name, dfs in per_table.items()]:
+            done.result()
+    if folded is not None:
+        folded.unpersist()
+    if lines is not None:
+        lines.unpersist()
+    timeline = read("partition_timeline", SCHEMAS["timeline"]).drop("date", "unit")
+    elections = read("elections", SCHEMAS["election"]).drop("date", "unit")
+    events = read("events", SCHEMAS["event"]).drop("date", "unit")
 
+    # 5. the audit of every partition's whole timeline (executors): the rules as window functions
+    #    (replay/rules.py), the measurements (offline time, recovery) in Python over Arrow batches
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
     b_audit = sc.broadcast((cluster["broker_intervals"], cluster["failures"], end, t0, width))
 
-    def audit_task(rows):
-        from replay.tasks import audit_partitions
+    def audit_task(batches):
+        from replay.tasks import audit_arrow
 
         intervals, failures, end_time, t0_, width_ = b_audit.value
-        return audit_partitions(((r[0], r[1], r[2]) for r in rows), intervals, failures, end_time, t0_, width_)
+        return audit_arrow(batches, intervals, failures, end_time, t0_, width_, rules=False)
 
-    payloads = timeline.select("topic", "partition", F.to_json(F.struct(*timeline.columns)).alias("payload"))
-    audited = spark.createDataFrame(
-        payloads.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
-        .sortWithinPartitions("topic", "partition").rdd.mapPartitions(audit_task),
-        "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK)
+    timeline_cols = [F.col(c.split(" ")[0].strip("`")) for c in SCHEMAS["timeline"].split(", ")]
+    audited = (timeline.select(*timeline_cols).repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
+               .sortWithinPartitions("topic", "partition")
+               .mapInArrow(audit_task, "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK))
 
-    def election_task(rows):
-        from replay.tasks import check_elections
-
-        return ((p,) for p in check_elections(r[0] for r in rows))
-
-    election_findings = spark.createDataFrame(
-        elections.select(F.to_json(F.struct(*elections.columns))).rdd.mapPartitions(election_task), "payload STRING") \
-        .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
-    findings = (line_findings.unionByName(of("finding", SCHEMAS["finding"]))
-                .unionByName(audited.filter(F.col("kind") == "finding")
-                             .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*"))
-                .unionByName(election_findings)
-                .unionByName(local_rows(driver_findings, SCHEMAS["finding"]))
-                .coalesce(max(1, sc.defaultParallelism)).persist(StorageLevel.MEMORY_AND_DISK))
+    election_findings = unclean_not_allowed(elections)
+    whole = (audited.filter(F.col("kind") == "finding")
+             .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+             .unionByName(rules.timeline_rules(timeline))
+             .unionByName(election_findings)
+             .unionByName(local_rows(line_findings + driver_findings, SCHEMAS["finding"])))
     offline = audited.filter(F.col("kind") == "offline").select(F.from_json("payload", SCHEMAS["offline"]).alias("x")) \
         .select("x.*")
 
-    # 5. tables, measurements, report ------------------------------------------------------------
+    # 6. tables, measurements, report ------------------------------------------------------------
     from replay import audit
 
     audited_small = {"recovery": [], "offline": [], "offline_deltas": [], "leader_deltas": []}
@@ -387,19 +603,21 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     failure_rows, recovery_summary = audit.recovery_stats(recoveries, cluster["failures"])
     small_tables = {"broker_intervals": cluster["broker_intervals"], "controller_terms": cluster["terms"],
                     "reassignments": cluster["reassignments"], "broker_failures": failure_rows}
-    writes = {"partition_timeline": timeline, "elections": elections, "events": events, "partition_offline": offline}
+    writes = {"partition_offline": offline}
     writes.update({name: local_rows(rows, SCHEMAS[name]).coalesce(1) for name, rows in small_tables.items()})
 
     def write(name_df):
         name_df[1].write.mode("overwrite").parquet(f"{out}/{name_df[0]}")
 
     def finding_summary():
-        findings.write.mode("overwrite").parquet(f"{out}/findings")
+        append(cluster_rows(whole).coalesce(max(1, sc.defaultParallelism)), "findings")
+        findings = read("findings", SCHEMAS["finding"]).drop("date", "unit")
         counts_rows = findings.groupBy("severity", "rule").count().collect()
         sample = [r.asDict() for r in findings.orderBy(
             F.when(F.col("severity") == "violation", 0).when(F.col("severity") == "warning", 1).otherwise(2),
             "journal", "seq", "file", "line").limit(report.SAMPLE).collect()]
-        return counts_rows, sample
+        every = [r.asDict() for r in findings.collect()] if on_findings is not None else None
+        return counts_rows, sample, every
 
     # independent Spark jobs, submitted together: on a small cluster their latency dominates
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
@@ -407,19 +625,27 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         pending_series = pool.submit(_series, audited_small, events, t0, width, cluster["buckets"])
         for done in [pool.submit(write, item) for item in writes.items()]:
             done.result()
-        counts_rows, sample = pending_findings.result()
+        counts_rows, sample, every = pending_findings.result()
         series = pending_series.result()
     offline_ms = [r["offline_ms"] for r in audited_small["offline"]]
     counts = sorted(((r[0], r[1], r[2]) for r in counts_rows),
                     key=lambda x: (history.SEVERITIES.index(x[0]) if x[0] in history.SEVERITIES else 9, x[1]))
     unit_summaries = small["unit"]
-    n_events = sum(u["events"] for u in unit_summaries)
-    step_seconds = sum(u["step_seconds"] for u in unit_summaries)
-    stats = {"events": n_events, "journals": len(display), "segments": len(summaries), "units": len(units),
-             "step_seconds": step_seconds, "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
+    executed = {uids[u.unit] for u in execute}
+    run_units = [s for u in execute for s in manifest.units[keys[u.unit]]["small"]["unit"]]
+    stats = {"events": sum(u["events"] for u in unit_summaries), "journals": len(display), "segments": len(summaries),
+             "units": len(units), "step_seconds": sum(u["step_seconds"] for u in unit_summaries),
+             "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
+             "incremental": {"segments_read": len(rescan), "segments_reused": len(hashed) - len(rescan),
+                             "units_executed": len(executed), "units_reused": len(units) - len(executed),
+                             "events_executed": sum(u["events"] for u in run_units),
+                             "step_seconds_executed": sum(u["step_seconds"] for u in run_units)},
              "wall_seconds": time.perf_counter() - started, "stage_seconds": marks,
              "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary}
     passed = not any(s == "violation" and n for s, _, n in counts)
+    manifest.runs.append({"at": int(time.time() * 1000), "segments": len(hashed), "segments_read": len(rescan),
+                          "units": len(units), "units_executed": len(executed), "passed": passed})
+    store.write_text(checkpoint.PATH, manifest.dumps())
     report.write_report(out_dir, stats=stats, counts=counts, sample=sample, series=series, terms=cluster["terms"],
                         failures=failure_rows, passed=passed, tables=TABLES,
                         shutdowns=[iv for iv in cluster["broker_intervals"] if iv["reason"] == "controlled shutdown"])
@@ -428,8 +654,9 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
     if not quiet:
         print(report.summary_text(stats, counts, passed, sample))
-    for df in (lines, folded, audited, findings):
-        df.unpersist()
+    if on_findings is not None:
+        on_findings(every)
+    audited.unpersist()
     return 0 if passed else 1
 
 

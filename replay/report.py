@@ -57,6 +57,11 @@ def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool, 
     if stats.get("step_seconds"):
         lines.append(f"re-execution: {stats['step_seconds']:.2f} s of step()+digest, "
                      f"{stats['events'] / stats['step_seconds']:,.0f} events/s per core")
+    inc = stats.get("incremental")
+    if inc and inc.get("units_reused"):
+        lines.append(f"incremental: re-executed {inc['units_executed']:,} of {stats.get('units', 0):,} fold unit(s) "
+                     f"({inc['events_executed']:,} events), {inc['segments_read']:,} new or changed segment(s) read, "
+                     f"{inc['segments_reused']:,} reused from the checkpoint")
     if stats.get("wall_seconds") is not None:
         lines.append(f"wall time: {stats['wall_seconds']:.1f} s")
     off = stats.get("offline_ms_per_partition") or {}

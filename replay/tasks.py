@@ -1,9 +1,10 @@
 """What the Spark executors run (imported there from the shipped zip; no pyspark import at the
 top, and the core is imported only after `package.ensure_deps()`).
 
-Every task returns `(table, payload)` pairs, the payload a JSON text that the driver's
-DataFrames parse with the table's schema (replay/job.py). Few, wide types through one
-Python-to-JVM path keep the job simple; the per-record work stays here, on the executors.
+The fold (`fold_arrow`, under `mapInArrow`) returns Arrow record batches: the big row sets
+(timeline, elections, events, findings) as typed struct columns that the job writes as they
+are, the few cross-unit rows as JSON texts. The audit tasks return `(table, payload)` pairs, the
+payload a JSON text that the driver's DataFrames parse with the table's schema (replay/job.py).
 """
 from __future__ import annotations
 
@@ -12,13 +13,50 @@ import json
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
+BIG = ("timeline", "election", "event", "finding")  # struct columns of the fold's batches
+
+
+def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary: dict, schema):
+    """`fold_files` over Arrow batches of (path, value), yielding one record batch per unit and
+    kind with the job's fold schema (kind, unit, date, small, and one struct column per kind of
+    `BIG`): rows are built into columns here, not passed as JSON texts or Row objects."""
+    import pyarrow as pa
+
+    def files():
+        for b in batches:
+            yield from zip(b.column("path").to_pylist(), b.column("value").to_pylist())
+
+    def batch(kind, rows, uid, day):
+        n = len(rows)
+        cols = {"kind": pa.array([kind] * n, pa.string()), "unit": pa.array([uid] * n, pa.string()),
+                "date": pa.array([day] * n, pa.string())}
+        cols["small"] = pa.nulls(n, pa.string()) if kind in BIG else pa.array([_dumps(r) for r in rows], pa.string())
+        for k in BIG:
+            t = schema.field(k).type
+            cols[k] = pa.array(rows, type=t) if k == kind else pa.nulls(n, t)
+        return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
+
+    current, rows = None, []
+    for kind, row, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
+        if (kind, uid, day) != current:
+            if rows:
+                yield batch(*current[:1], rows, *current[1:])
+            current, rows = (kind, uid, day), []
+        rows.append(row)
+    if rows:
+        yield batch(*current[:1], rows, *current[1:])
+
+
 def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: dict):
     """One task: whole segment files (path, text), each the head segment of a fold unit. The
     unit's records are the file's records within the unit's range plus its `boundary` records
-    found in other segments: (seq, type, path, line, text, event_seq)."""
+    found in other segments: (seq, type, path, line, text, event_seq). Yields
+    (kind, row, unit id, UTC day of the unit's head): the last two place the unit's rows in the
+    tables (replay/checkpoint.py)."""
     from . import package
 
     package.ensure_deps()
+    from .checkpoint import utc_day
     from .fold import UnitFold
     from adapters.journal.format import InvalidRecord, verify_line
 
@@ -55,28 +93,58 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             records.append((seq, kind, p, n, line_text, event_seq))
         records.sort(key=lambda r: r[0])
         name = display[u["journal"]]
+        uid = u["uid"]
         if head is None:
-            yield "finding", _dumps({"rule": "undecodable-record", "severity": "violation", "journal": name,
-                                     "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
-                                     "topic": None, "partition": None,
-                                     "detail": "the head snapshot of this unit cannot be read"})
+            yield "finding", {"rule": "undecodable-record", "severity": "violation", "journal": name,
+                              "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
+                              "topic": None, "partition": None,
+                              "detail": "the head snapshot of this unit cannot be read"}, uid, None
             continue
         fold = UnitFold(u, name).run(head, records)
+        day = utc_day(fold.summary.get("first_at"))
         for kind, rows in (("timeline", fold.timeline), ("election", fold.elections), ("event", fold.events),
                            ("finding", fold.findings), ("term", fold.terms), ("broker", fold.brokers),
                            ("reassign", fold.reassignments)):
             for r in rows:
-                yield kind, _dumps(r)
+                yield kind, r, uid, day
         decisions, outcomes = fold.leftovers()
         for d in decisions:
-            yield "decision", _dumps(d)
+            yield "decision", d, uid, day
         for o in outcomes:
-            yield "outcome", _dumps(o)
-        yield "unit", _dumps(fold.summary)
+            yield "outcome", o, uid, day
+        yield "unit", fold.summary, uid, day
 
 
-def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int):
-    """One task: timeline payloads sorted by (topic, partition). Emits findings, one offline row
+def _string_batches(pairs, size: int = 8192):
+    """(kind, payload) pairs as Arrow record batches of two string columns."""
+    import pyarrow as pa
+
+    kinds, payloads = [], []
+    for kind, payload in pairs:
+        kinds.append(kind)
+        payloads.append(payload)
+        if len(kinds) >= size:
+            yield pa.RecordBatch.from_arrays([pa.array(kinds, pa.string()), pa.array(payloads, pa.string())],
+                                             names=["kind", "payload"])
+            kinds, payloads = [], []
+    if kinds:
+        yield pa.RecordBatch.from_arrays([pa.array(kinds, pa.string()), pa.array(payloads, pa.string())],
+                                         names=["kind", "payload"])
+
+
+def audit_arrow(batches, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
+    """`audit_partitions` under `mapInArrow`: timeline record batches sorted by (topic,
+    partition) in, (kind, payload) batches out."""
+    def rows():
+        for b in batches:
+            for r in b.to_pylist():
+                yield r["topic"], r["partition"], r
+
+    return _string_batches(audit_partitions(rows(), intervals, failures, end_time, t0, width, rules))
+
+
+def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
+    """One task: timeline rows (dicts, or JSON payloads) sorted by (topic, partition). Emits findings, one offline row
     per partition, (failure, recovery ms) pairs, and this task's offline and leader deltas summed
     per chart bucket."""
     from . import package
@@ -90,7 +158,7 @@ def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: i
     current, batch = None, []
 
     def flush():
-        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time)
+        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time, rules)
         for f in findings:
             yield "finding", _dumps(f)
         yield "offline", _dumps({"topic": current[0], "partition": current[1],
@@ -111,19 +179,10 @@ def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: i
             if current is not None:
                 yield from flush()
             current, batch = key, []
-        batch.append(json.loads(payload))
+        batch.append(payload if isinstance(payload, dict) else json.loads(payload))
     if current is not None:
         yield from flush()
     yield "offline_deltas", _dumps(sorted(offline_deltas.items()))
     yield "leader_deltas", _dumps([[k, b, d] for (k, b), d in sorted(leader_deltas.items())])
 
 
-def check_elections(payloads):
-    from . import package
-
-    package.ensure_deps()
-    from .audit import check_elections as check
-
-    rows = [json.loads(p) for p in payloads]
-    for f in check(rows):
-        yield _dumps(f)

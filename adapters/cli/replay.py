@@ -27,6 +27,13 @@ def add_replay_command(subparsers) -> None:
                    help="memory of the local Spark driver (default: $KCTL_SPARK_DRIVER_MEMORY, then 2g)")
     p.add_argument("--hash-seed", default="0",
                    help="PYTHONHASHSEED the journals' controllers ran with (default 0; see replay/README.md)")
+    p.add_argument("--full", action="store_true",
+                   help="audit everything from scratch (default: re-execute only what the checkpoint under --out "
+                        "has not audited)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep auditing segments as they close, printing each new finding; Ctrl-C stops, checkpoint "
+                        "saved")
+    p.add_argument("--poll-seconds", type=float, default=2.0, help="how often --follow looks for closed segments")
     p.set_defaults(func=cmd_replay)
 
 
@@ -44,6 +51,8 @@ def cmd_replay(args) -> int:
         raise UsageError(f"--out {args.out} exists and is not a directory")
     if not args.hash_seed.isdigit():
         raise UsageError(f"--hash-seed must be a non-negative integer, got {args.hash_seed!r}")
+    if not args.poll_seconds > 0:
+        raise UsageError(f"--poll-seconds must be positive, got {args.poll_seconds}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -54,7 +63,12 @@ def cmd_replay(args) -> int:
     spark = job.session(args.master, hash_seed=args.hash_seed, conf={"spark.driver.memory": args.driver_memory})
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        code = job.run(spark, [str(j.resolve()) for j in journals], str(out.resolve()))
+        if args.follow:
+            from replay.follow import follow
+
+            return follow(spark, [str(j.resolve()) for j in journals], str(out.resolve()), poll=args.poll_seconds,
+                          full=args.full)
+        code = job.run(spark, [str(j.resolve()) for j in journals], str(out.resolve()), full=args.full)
     finally:
         spark.stop()
     return code  # 2: job.run printed the one-line error (journals of two clusters, say)

@@ -45,3 +45,16 @@ def test_bad_out_and_hash_seed(tmp_path):
     with pytest.raises(UsageError, match="--hash-seed"):
         cmd_replay(parse("--journal", str(tmp_path / "j"), "--out", str(tmp_path / "o"), "--hash-seed", "x"))
     assert isinstance(parse("--journal", "j", "--out", "o"), argparse.Namespace)
+
+
+def test_follow_flags(tmp_path):
+    args = parse("--journal", "j", "--out", "o", "--follow")
+    assert args.follow and not args.full and args.poll_seconds == 2.0
+    with pytest.raises(UsageError, match="--poll-seconds"):
+        parse("--journal", "j", "--out", "o", "--follow", "--poll-seconds", "soon")
+    journal = tmp_path / "j" / "node-1"
+    journal.mkdir(parents=True)
+    (journal / "segment-00000000000000000001.jsonl").write_text("")
+    with pytest.raises(UsageError, match="--poll-seconds must be positive, got 0.0"):
+        cmd_replay(parse("--journal", str(tmp_path / "j"), "--out", str(tmp_path / "o"), "--follow",
+                         "--poll-seconds", "0"))

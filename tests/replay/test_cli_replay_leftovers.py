@@ -14,6 +14,7 @@ from replay.generate import generate
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.timeout(900)  # the child gets 600 s: a Spark start and job on a possibly loaded machine
 def test_kctl_replay_leaves_no_folder_in_the_temp_dir(tmp_path):
     journal = tmp_path / "journals"
     generate(journal, events=300, partitions=20, seed=3)

@@ -114,10 +114,13 @@ def test_usage_errors_exit_2(spark, tmp_path):
     assert job.run(spark, str(tmp_path / "empty"), str(tmp_path / "out"), quiet=True) == 2
 
 
+@pytest.mark.timeout(900)  # the child process gets 600 s; three JVMs start on a possibly loaded machine
 def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     """local-cluster[2,1,1024]: a master, a worker and two executor JVMs. The executors' Python is
     started with -S (no site-packages, so no editable install of this project) and sees only
-    attrs, immutables and numpy: controller_core and replay must come from the zip the job ships. The
+    attrs and immutables, and pyarrow and pandas (with their own dependencies; PySpark's Arrow
+    stages need them on every node): controller_core and replay must come from the zip the job
+    ships. The
     journal has a flipped byte and a missing segment: exit 1, findings with file and line, and
     the same tables and findings as the plain-Python replay of the same files."""
     journal, flipped_journal, flipped, gone_journal, gone, after = faulty
@@ -125,7 +128,8 @@ def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     site = Path(__import__("attrs").__file__).resolve().parents[1]
     deps = tmp_path / "executor-site"
     deps.mkdir()
-    for name in ("attr", "attrs", "immutables", "numpy", "numpy.libs"):  # the core's dependencies
+    for name in ("attr", "attrs", "immutables", "pyarrow", "pandas", "numpy", "numpy.libs", "dateutil", "pytz",
+                 "tzdata", "six.py"):
         if (site / name).exists():
             (deps / name).symlink_to(site / name)
     python = tmp_path / "executor-python"
