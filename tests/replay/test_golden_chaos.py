@@ -11,26 +11,18 @@ restarts: controller terms cut short, writes fenced, events deferred and re-chec
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.replay.test_golden_life import _SCRIPT
+from tests.replay.test_golden_life import replay_in_a_subprocess
 
 GOLDEN = Path(__file__).parent / "golden" / "chaos-60s-seed3"
 
 
 @pytest.fixture(scope="module")
 def chaos_replay():
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(GOLDEN)], capture_output=True, text=True, env=env,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return replay_in_a_subprocess(GOLDEN)
 
 
 def test_the_chaos_journals_are_all_there():

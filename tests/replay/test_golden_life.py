@@ -37,13 +37,19 @@ print(json.dumps({
 """
 
 
-@pytest.fixture(scope="module")
-def golden_replay():
+def replay_in_a_subprocess(journals: Path) -> dict:
+    """`replay.local` over `journals` with the generator's hash seed: events, digests checked and
+    mismatched, findings and the verdict."""
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(GOLDEN)], capture_output=True, text=True, env=env,
+    out = subprocess.run([sys.executable, "-c", _SCRIPT, str(journals)], capture_output=True, text=True, env=env,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def golden_replay():
+    return replay_in_a_subprocess(GOLDEN)
 
 
 def test_the_golden_life_is_all_there():
