@@ -75,7 +75,6 @@ from controller_core.values import (
     ReplicaAssignment,
     TopicPartition,
 )
-from replay.shell import PartitionStates
 from tests.core.builders import AT, broker, elected, leader_isr, of_type, run, tp
 
 # -- invariant switches ----------------------------------------------------------------------------
@@ -499,18 +498,19 @@ class ControllerMachine(RuleBasedStateMachine):
     # -- the model ZooKeeper writer -------------------------------------------------------------
 
     def _apply_write(self, w: C.WritePartitionStates) -> E.PartitionStatesWritten:
-        # ZooKeeper's rule is the in-memory shell's; landing adds this model's checks and history
-        return PartitionStates(self.zk.states, self.zk.topics.__contains__).write(
-            w, self.tick(), on_landed=self._apply_one)
+        conflicts = [(pw.tp, self.zk.states.get(pw.tp)) for pw in w.writes if not self._apply_one(pw)]
+        # landed writes are at their predicted versions: not listed, as adapters/controller/zkwriter.py does
+        return E.PartitionStatesWritten(at=self.tick(), write_id=w.write_id, conflicts=tuple(conflicts))
 
     def _apply_one(self, pw: C.PartitionWrite) -> bool:
         """ZooKeeper applies one conditional state write if the znode is at the expected version."""
         zk = self.zk
-        # the state znode lives under /brokers/topics/<t>, whatever that znode's data lists
-        if not PartitionStates(zk.states, zk.topics.__contains__).lands(pw):
-            return False
         current = zk.states.get(pw.tp)
-        new_version = (current.zk_version if current is not None else NO_ZK_VERSION) + 1
+        version = current.zk_version if current is not None else NO_ZK_VERSION
+        # the state znode lives under /brokers/topics/<t>, whatever that znode's data lists
+        if pw.tp.topic not in zk.topics or pw.expected_version != version:
+            return False
+        new_version = version + 1
         assert pw.leader_isr.zk_version == new_version, f"{pw}: predicted version is not {new_version}"
         if current is not None:
             assert pw.leader_isr.leader_epoch > current.leader_epoch, (
