@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-kcat bench soak soak-ensemble test-ensemble-10k clean
+.PHONY: demo test test-slow test-kcat bench soak soak-ensemble test-ensemble-10k clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The tests marked `slow` (longer than make test can afford: the Spark local-cluster and
+# standalone-cluster jobs, a few planted-fault Spark audits, the incremental and --follow replays,
+# the 10,000-partition ensemble fault), not timed as a whole.
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 # kcat (Debian's package) against a live cluster; `make test` skips that file where kcat is absent
 test-kcat: $(STAMP)

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.mark.timeout(900)  # the child gets 600 s: a Spark start and job on a possibly loaded machine
+@pytest.mark.slow  # a whole kctl replay in a child process; make test-slow
 def test_kctl_replay_leaves_no_folder_in_the_temp_dir(tmp_path):
     journal = tmp_path / "journals"
     generate(journal, events=300, partitions=20, seed=3)

@@ -1,6 +1,8 @@
 """Planted faults are caught (plain-Python replay; tests/replay/test_job.py does the same on Spark)."""
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from adapters.journal.writer import encode_record
@@ -27,6 +29,7 @@ def test_flipped_byte_is_reported_with_file_and_line(generated, tmp_path):
     assert f"  corrupt-record: node-1/{seg.name}:4: checksum mismatch" in text
 
 
+@pytest.mark.slow  # a Spark job each: `make test-slow` runs them
 def test_missing_segment_is_a_gap(generated, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
     segs = list_segments(root / "node-2")
@@ -40,6 +43,7 @@ def test_missing_segment_is_a_gap(generated, tmp_path):
     assert not result.passed
 
 
+@pytest.mark.slow  # a Spark job each: `make test-slow` runs them
 def test_duplicated_epoch(generated, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
     elected = {}
@@ -103,6 +107,7 @@ def test_the_summary_lists_the_first_twenty_violations_then_a_count():
     assert "... and 10 more violation(s)" in text
 
 
+@pytest.mark.slow  # a Spark job each: `make test-slow` runs them
 def test_leader_epoch_going_back(generated, replayed, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
     name, tp, seq, _, _ = _plant_observation(root, replayed, lambda leader, epoch, isr, ce, replicas: (
@@ -118,6 +123,7 @@ def _last_segment(root):
     return list_segments(root / journals[-1][1])[-1].path
 
 
+@pytest.mark.slow  # a Spark job each: `make test-slow` runs them
 def test_a_flipped_bit_in_the_last_line_is_corruption_not_a_torn_tail(generated, tmp_path):
     root = copy_tree(generated[0], tmp_path / "j")
     seg = _last_segment(root)

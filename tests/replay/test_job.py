@@ -115,6 +115,7 @@ def test_usage_errors_exit_2(spark, tmp_path):
 
 
 @pytest.mark.timeout(900)  # the child process gets 600 s; three JVMs start on a possibly loaded machine
+@pytest.mark.slow  # three JVMs; make test-slow
 def test_job_on_a_local_cluster_catches_planted_faults(faulty, tmp_path):
     """local-cluster[2,1,1024]: a master, a worker and two executor JVMs. The executors' Python is
     started with -S (no site-packages, so no editable install of this project) and sees only
