@@ -155,6 +155,15 @@ class ClusterNode:
         ready = asyncio.get_running_loop().create_future()
         self._supervisor = asyncio.create_task(self._supervise(ready), name=f"node-{self.broker_id}")
         await ready
+        try:
+            await self._start()
+        except BaseException:
+            # a node that failed to start leaves no task behind (its caller releases the session)
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
+            raise
+
+    async def _start(self) -> None:
         cfg = self.config
         if cfg.metrics_port is not None:  # first: a taken port fails before anything is registered
             self.metrics = NodeMetrics(self)
