@@ -7,7 +7,6 @@ state write is written once:
 
 - the journal generator's world (`replay/world.py`), which adds timing, fencing and the rest of
   the cluster around it;
-- the core's stateful test (`tests/core/test_stateful.py`), which adds its invariant checks;
 - the core's builders (`tests/core/builders.py`) and the core benchmark
   (`benchmarks/core_step.py`), which only need every write to land (`settle`).
 
@@ -50,16 +49,12 @@ class PartitionStates:
         self.states[pw.tp] = landed
         return landed
 
-    def write(self, c: C.WritePartitionStates, at: int,
-              on_landed: Callable[[C.PartitionWrite], None] | None = None) -> E.PartitionStatesWritten:
+    def write(self, c: C.WritePartitionStates, at: int) -> E.PartitionStatesWritten:
         """Execute a `WritePartitionStates`: each write lands or conflicts; the final outcome."""
         conflicts = []
         for pw in c.writes:
             if self.lands(pw):
-                if on_landed is not None:
-                    on_landed(pw)
-                else:
-                    self.land(pw)
+                self.land(pw)
             else:
                 conflicts.append((pw.tp, self.states.get(pw.tp)))
         return E.PartitionStatesWritten(at=at, write_id=c.write_id, conflicts=tuple(conflicts))
