@@ -26,7 +26,7 @@ import numpy as np
 
 from . import commands as C
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut, _matrix
+from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import ALL, Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 from .values import NO_LEADER, NO_ZK_VERSION, LeaderIsr
@@ -45,8 +45,8 @@ _Write = C.PartitionWrite
 def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     """Decide the failure of `dead` (already removed from the draft's brokers) if it is the
     common case (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.topics_to_delete:
-        return False
+    if not ENABLED or d.topics_to_delete or d.writes:
+        return False  # (a draft that already wrote would need the first write's expected version)
     image = d.partitions
     if image.odd or not image.count:
         return False
@@ -76,98 +76,164 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     if not ok.all():
         return False  # a refused election (maybe on a stale ISR: issue 22) or an unclean one
 
-    leader_epoch = image.column("leader_epoch")
-    version = image.column("zk_version")
-    tps = image.tps(elect_rows)
-    order = sorted(range(len(tps)), key=tps.__getitem__)
-    writes, intents = d.writes, d.intents
-    record = d.record
-    send = d.send_leader_and_isr
+    # -- the new columns: the election, then each dead replica leaves the ISR -------------------
+    # (sorted broker order, as replicas._to_offline walks a partition's dead replicas; each change
+    # bumps the leader epoch once, as Draft.write_change does)
+    n = len(present)
+    f_leader = leader.copy()
+    f_isr = isr.copy()
+    f_epoch = image.column("leader_epoch").astype(np.int64)
+    f_leader[elect_rows] = new_leader
+    f_isr[elect_rows] = new_isr
+    f_epoch[elect_rows] += 1
+    written = np.zeros(n, bool)
+    written[elect_rows] = True
+    shrinks = []
+    for b in sorted(dead):
+        idx = np.flatnonzero(present & (replicas == b).any(axis=1) & (f_isr == b).any(axis=1))
+        if not len(idx):
+            continue
+        sub = f_isr[idx]
+        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
+        new_isr_b = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)  # never the last member
+        old = f_leader[idx]
+        new_lead = np.where(old == b, NO_LEADER, old)
+        changed = (new_lead != old) | (new_isr_b != sub).any(axis=1)
+        hit = idx[changed]
+        f_leader[hit] = new_lead[changed]
+        f_isr[hit] = new_isr_b[changed]
+        f_epoch[hit] += 1
+        written[hit] = True
+        shrinks.append((b, hit))
+
+    # -- the decision order: partitions sorted, the elected ones first (partitions.
+    # offline_then_elect), then every partition with a dead replica (replicas._to_offline) -----
+    e_tps = image.tps(elect_rows)
+    e_order = sorted(range(len(e_tps)), key=e_tps.__getitem__)
+    e_tps = [e_tps[k] for k in e_order]
+    e_rows = elect_rows[np.array(e_order, np.intp)] if len(e_order) else elect_rows
+    t_rows = np.flatnonzero(touched)
+    t_tps = image.tps(t_rows)
+    t_order = sorted(range(len(t_tps)), key=t_tps.__getitem__)
+    t_tps = [t_tps[k] for k in t_order]
+    t_rows = t_rows[np.array(t_order, np.intp)] if len(t_order) else t_rows
+    is_elected = np.zeros(n, bool)
+    is_elected[elect_rows] = True
+
+    # -- the request batch: LeaderAndIsr per broker, StopReplica, the state-change log ----------
+    lai_lists: dict[int, list] = {}
+    shapes: dict[tuple, tuple] = {}
+    for tp, row in zip(e_tps, replicas[e_rows].tolist()):
+        key = tuple(row)
+        to = shapes.get(key)
+        if to is None:
+            to = shapes[key] = tuple(r for r in _cut(row) if r in live)
+        for b in to:
+            got = lai_lists.get(b)
+            if got is None:
+                lai_lists[b] = [tp]
+            else:
+                got.append(tp)
+    stops: dict[int, list] = {}
+    offline_log: dict[tuple, list] = {}
+    dead_shapes: dict[tuple, tuple] = {}
+    for tp, row, codes in zip(t_tps, replicas[t_rows].tolist(), rstate[t_rows].tolist()):
+        key = tuple(row)
+        plan = dead_shapes.get(key)
+        if plan is None:
+            reps = _cut(row)
+            plan = dead_shapes[key] = tuple((r, j, tuple(x for x in reps if x != r))
+                                            for r, j in sorted((r, j) for j, r in enumerate(reps) if r in dead))
+        for r, j, others in plan:
+            got = stops.get(r)
+            if got is None:
+                stops[r] = [tp]
+            else:
+                got.append(tp)
+            for b in others:
+                got = lai_lists.get(b)
+                if got is None:
+                    lai_lists[b] = [tp]
+                else:
+                    got.append(tp)
+            lkey = (codes[j], r)
+            got = offline_log.get(lkey)
+            if got is None:
+                offline_log[lkey] = [tp]
+            else:
+                got.append(tp)
+
+    lai = d.lai
+    for b, tps in lai_lists.items():
+        per = lai.get(b)
+        if per is None:
+            lai[b] = dict.fromkeys(tps, False)
+        else:
+            for tp in tps:
+                if tp not in per:
+                    per[tp] = False
+    if e_tps or t_tps:
+        d.um_everyone = True
+        if not d.um_all:
+            d.um_tps.update(dict.fromkeys(e_tps))
+            d.um_tps.update(dict.fromkeys(t_tps))
+    stop = d.stop
+    for r, tps in stops.items():
+        per = stop.get((r, False))
+        if per is None:
+            stop[(r, False)] = dict.fromkeys(tps)
+        else:
+            per.update(dict.fromkeys(tps))
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
-    lis: dict = {}  # tp -> the leader-and-ISR as this decision leaves it, for written partitions
-    recipients_of: dict[tuple, tuple] = {}
-    assigned_of: dict[tuple, tuple] = {}
-
-    # 1. leaderless partitions: Offline, then the offline election (partitions.offline_then_elect)
-    leaders = new_leader.tolist()
-    isrs = new_isr.tolist()
-    epochs = leader_epoch[elect_rows].tolist()
-    versions = version[elect_rows].tolist()
-    assigned = replicas[elect_rows].tolist()
-    for k in order:
-        tp = tps[k]
-        record(online, offline, tp)
-        record(offline, online, tp, detail="")
-        v = versions[k]
-        stored = _new(LeaderIsr, (leaders[k], epochs[k] + 1, _cut(isrs[k]), epoch, 0 if v == NO_ZK_VERSION else v + 1))
-        writes[tp] = _Write(tp, stored, v)
-        intents[tp] = (_ELECT,)
-        lis[tp] = stored
-        key = tuple(assigned[k])
-        recipients = recipients_of.get(key)
-        if recipients is None:
-            recipients = recipients_of[key] = tuple(r for r in _cut(assigned[k]) if r in live)
-        send(recipients, tp)
-
-    # 2. every replica on a dead broker goes Offline and leaves the ISR (replicas._to_offline)
-    rows = np.flatnonzero(touched)
-    rtps = image.tps(rows)
-    rorder = sorted(range(len(rtps)), key=rtps.__getitem__)
-    r_assigned = replicas[rows].tolist()
-    r_states = rstate[rows].tolist()
-    r_leader = leader[rows].tolist()
-    r_epoch = leader_epoch[rows].tolist()
-    r_isr = isr[rows].tolist()
-    r_cepoch = cepoch[rows].tolist()
-    r_version = version[rows].tolist()
-    stop = d.send_stop_replica
+    if e_tps:
+        d.record_many(online, offline, e_tps)
+        d.record_many(offline, online, e_tps)
     target = ReplicaState.OFFLINE
-    for k in rorder:
-        tp = rtps[k]
-        key = tuple(r_assigned[k])
-        reps = assigned_of.get(key)
-        if reps is None:
-            reps = assigned_of[key] = _cut(r_assigned[k])
-        li = lis.get(tp)
-        if li is None:
-            li = _new(LeaderIsr, (r_leader[k], r_epoch[k], _cut(r_isr[k]), r_cepoch[k], r_version[k]))
-        for r, j in sorted((r, j) for j, r in enumerate(reps) if r in dead):  # (tp, replica) order
-            stop(r, tp, False)
-            if r in li[2]:
-                old_isr = li[2]
-                new_lead = NO_LEADER if li[0] == r else li[0]
-                shrunk = old_isr if len(old_isr) == 1 else tuple(x for x in old_isr if x != r)
-                if new_lead != li[0] or shrunk != old_isr:
-                    first = writes.get(tp)
-                    if first is None:
-                        expected = li[4]
-                        intents[tp] = (("shrink", r),)
-                    else:
-                        expected = first.expected_version
-                        intents[tp] = intents[tp] + (("shrink", r),)
-                    li = _new(LeaderIsr, (new_lead, li[1] + 1, shrunk, epoch,
-                                          0 if expected == NO_ZK_VERSION else expected + 1))
-                    writes[tp] = _Write(tp, li, expected)
-                    lis[tp] = li
-            send([x for x in reps if x != r], tp)
-            record(REPLICA_STATES[r_states[k][j]], target, tp, r)
+    for (code, r), tps in offline_log.items():
+        d.record_many(REPLICA_STATES[code], target, tps, r)
+
+    # -- the writes, elected partitions first, each with the intents that produced it -----------
+    shrink_rows = t_rows[written[t_rows] & ~is_elected[t_rows]]
+    w_tps = e_tps + image.tps(shrink_rows)
+    w_rows = np.concatenate((e_rows, shrink_rows)).astype(np.intp)
+    intents = d.intents
+    intents.update(dict.fromkeys(e_tps, (_ELECT,)))
+    if shrinks:
+        acc: dict[int, tuple] = {}
+        for b, hit in shrinks:
+            step_intent = (("shrink", b),)
+            for r in hit.tolist():
+                acc[r] = acc.get(r, ()) + step_intent
+        intents.update(zip(w_tps[len(e_tps):], [acc[r] for r in shrink_rows.tolist()]))
+    expected = image.column("zk_version")[w_rows]
+    stored_version = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
+    w_leader = f_leader[w_rows]
+    w_epoch = f_epoch[w_rows].astype(np.int32)
+    w_isr = f_isr[w_rows]
+    cut_of: dict[tuple, tuple] = {}
+    writes = d.writes
+    for tp, lead, le, row, v, x in zip(w_tps, w_leader.tolist(), w_epoch.tolist(), w_isr.tolist(),
+                                       stored_version.tolist(), expected.tolist()):
+        key = tuple(row)
+        cut = cut_of.get(key)
+        if cut is None:
+            cut = cut_of[key] = _cut(row)
+        writes[tp] = _Write(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
 
     if not len(elect_rows):
         d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader moved
 
-    # 3. the new state, column by column, in the chunks that changed
-    written = list(lis.items())
-    wrows = np.array([image.index[tp] for tp, _ in written], np.intp)
-    new_rstate = rstate[rows].copy()
-    new_rstate[dead_replica[rows]] = _R_OFFLINE
+    # -- the new state, column by column, in the chunks that changed ----------------------------
+    new_rstate = rstate[t_rows].copy()
+    new_rstate[dead_replica[t_rows]] = _R_OFFLINE
     d.replace_image(image.with_columns(
-        (wrows, {
-            "leader": np.array([li[0] for _, li in written], np.int32),
-            "leader_epoch": np.array([li[1] for _, li in written], np.int32),
-            "isr": _matrix([li[2] for _, li in written], image.width, PAD, np.int32),
-            "controller_epoch": np.full(len(written), epoch, np.int32),
-            "zk_version": np.array([li[4] for _, li in written], np.int32),
+        (w_rows, {
+            "leader": w_leader.astype(np.int32),
+            "leader_epoch": w_epoch,
+            "isr": w_isr,
+            "controller_epoch": np.full(len(w_rows), epoch, np.int32),
+            "zk_version": stored_version,
         }),
-        (rows, {"rstate": new_rstate}),
+        (t_rows, {"rstate": new_rstate}),
     ))
     return True

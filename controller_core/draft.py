@@ -255,6 +255,15 @@ class Draft:
         else:
             group.append(tp)
 
+    def record_many(self, from_state, to_state, tps: list, replica: int = -1) -> None:
+        """`record` of one successful transition for many partitions, in their order."""
+        key = (from_state, to_state, replica, True, "")
+        group = self.log.get(key)
+        if group is None:
+            self.log[key] = list(tps)
+        else:
+            group.extend(tps)
+
     def reject(self, kind: str, reason: str) -> None:
         """Report a rejected input. A decision that rejects many inputs of one kind (a 15,000-entry
         reassignment naming unknown partitions) reports them as one `RejectRequest` listing the
