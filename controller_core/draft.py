@@ -24,6 +24,7 @@ import numpy as np
 
 from . import commands as C
 from .columns import PAD
+from .partition_views import ImageRows
 from .machines import (
     PartitionState,
     ReplicaState,
@@ -525,6 +526,69 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     epoch = state.epoch
     live_brokers = tuple(state.brokers[b] for b in sorted(state.brokers.keys()))
     shutting_down = tuple(sorted(state.shutting_down))
+    if parts.odd:
+        _requests_from_views(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, known)
+    else:
+        _requests_from_columns(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only)
+
+    if only is not None:
+        return commands
+    for b, delete, tps in outbox.stop_replica:
+        broker = brokers.get(b)
+        if broker is not None and tps:
+            commands.append(C.SendStopReplica(
+                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch, delete=delete, partitions=tps))
+
+    for request_id, broker_id in outbox.shutdown_replies:
+        commands.append(C.ReplyControlledShutdown(
+            request_id=request_id, broker_id=broker_id, error=None,
+            partitions_remaining=partitions_led_by(state, broker_id)))
+
+    for request_id, results in outbox.election_replies:
+        commands.append(C.ReplyLeaderElection(request_id=request_id, results=results))
+    return commands
+
+
+def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
+                           shutting_down, skip, only) -> None:
+    """LeaderAndIsr and UpdateMetadata of a release, each request's partitions gathered from the
+    image's columns (partition_views.py): no value is built per partition here."""
+    parts = state.partitions
+    epoch = state.epoch
+    rows = ImageRows(parts)
+
+    def wanted(tps) -> list:
+        if not skip and only is None:
+            return tps
+        return [tp for tp in tps if tp not in skip and (only is None or tp in only)]
+
+    for b, tps, new_tps in outbox.leader_and_isr:
+        broker = brokers.get(b)
+        if broker is None:
+            continue
+        views = rows.views(wanted(tps), is_new=new_tps)
+        if views:
+            commands.append(C.SendLeaderAndIsr(
+                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
+                partitions=views, live_leaders=live_brokers))
+
+    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
+        um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
+        views = rows.views(wanted(um_tps), deleting=state.topics_to_delete, for_metadata=True)
+        for b in (sorted(outbox.um_brokers) if views or only is None else ()):
+            broker = brokers.get(b)
+            if broker is not None:
+                commands.append(C.SendUpdateMetadata(
+                    broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
+                    partitions=views, live_brokers=live_brokers, shutting_down=shutting_down))
+
+
+def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
+                         shutting_down, skip, only, known) -> None:
+    """The same requests from `PartitionView` values, for an image holding partitions its
+    columns cannot represent (`PartitionImage.odd`)."""
+    parts = state.partitions
+    epoch = state.epoch
     deleting = state.topics_to_delete
     # the partitions this release sends, built from the image a chunk at a time
     wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in outbox.leader_and_isr if b in brokers))
@@ -577,23 +641,6 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
                 commands.append(C.SendUpdateMetadata(
                     broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
                     partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
-
-    if only is not None:
-        return commands
-    for b, delete, tps in outbox.stop_replica:
-        broker = brokers.get(b)
-        if broker is not None and tps:
-            commands.append(C.SendStopReplica(
-                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch, delete=delete, partitions=tps))
-
-    for request_id, broker_id in outbox.shutdown_replies:
-        commands.append(C.ReplyControlledShutdown(
-            request_id=request_id, broker_id=broker_id, error=None,
-            partitions_remaining=partitions_led_by(state, broker_id)))
-
-    for request_id, results in outbox.election_replies:
-        commands.append(C.ReplyLeaderElection(request_id=request_id, results=results))
-    return commands
 
 
 def partitions_led_by(state: ControllerState, broker_id: int) -> tuple[TopicPartition, ...]:

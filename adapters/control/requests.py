@@ -35,9 +35,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orjson
 
 from controller_core import commands as C
+from controller_core.partition_views import PartitionViews
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 from adapters.control.framing import EncodedBody
 
@@ -63,6 +65,8 @@ _COLUMNS = 10  # partition, controller_epoch, leader, leader_epoch, isr, zk_vers
 
 def views_body(views) -> dict:
     """The compact `partition_states` of `views` (see the module docstring)."""
+    if isinstance(views, PartitionViews):
+        return _columns_body(views)
     sets: dict[tuple, int] = {}
     set_list: list[list[int]] = []
     topics: dict[str, list[list]] = {}
@@ -92,6 +96,48 @@ def views_body(views) -> dict:
         cols[8].append(index(v.removing) if v.removing else index(()))
         cols[9].append(1 if v.is_new else 0)
     return {"sets": set_list, "topics": [[t, *cols] for t, cols in topics.items()]}
+
+
+def _columns_body(pv: PartitionViews) -> dict:
+    """`views_body` of partitions the controller gathered as columns (controller_core/
+    partition_views.py): the same body (topics in order of first appearance, each topic's
+    partitions in request order), made with array operations rather than per partition."""
+    n = len(pv)
+    if not n:
+        return {"sets": [], "topics": []}
+    sets: dict[tuple, int] = {}
+    set_list: list[list[int]] = []
+
+    def indexes(matrix: np.ndarray) -> np.ndarray:
+        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
+        index = np.empty(len(unique), np.int64)
+        for u, row in enumerate(unique.tolist()):
+            members = tuple(x for x in row if x != -1)
+            i = sets.get(members)
+            if i is None:
+                i = sets[members] = len(set_list)
+                set_list.append(list(members))
+            index[u] = i
+        return index[inverse.reshape(-1)]
+
+    def moving(mask) -> np.ndarray:
+        if mask is None:
+            return indexes(np.full((n, 1), -1, np.int32))
+        return indexes(np.where(mask, pv.replicas, -1))
+
+    isr, replicas = indexes(pv.isr), indexes(pv.replicas)
+    adding, removing = moving(pv.adding), moving(pv.removing)
+    new = pv.is_new.astype(np.int64) if pv.is_new is not None else np.zeros(n, np.int64)
+    codes: dict[str, int] = {}
+    topic_of = np.fromiter((codes.setdefault(tp.topic, len(codes)) for tp in pv.tps), np.int64, n)
+    partition = np.fromiter((tp.partition for tp in pv.tps), np.int64, n)
+    order = np.argsort(topic_of, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(topic_of[order])) + 1)
+    names = list(codes)
+    columns = (partition, pv.controller_epoch, pv.leader, pv.leader_epoch, isr, pv.zk_version, replicas, adding,
+               removing, new)
+    return {"sets": set_list,
+            "topics": [[names[int(topic_of[g[0]])], *(c[g].tolist() for c in columns)] for g in groups]}
 
 
 # -- pre-encoded bodies (the controller's hot path) ---------------------------------------------

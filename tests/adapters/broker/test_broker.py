@@ -237,6 +237,33 @@ async def test_update_metadata_merges_partitions_and_replaces_brokers(node):
     assert node.broker.metadata()["partitions"] == {}
 
 
+async def test_a_large_update_metadata_is_seen_whole_or_not_at_all(node):
+    """The broker yields while it applies a big UpdateMetadata; what a reader sees meanwhile (the
+    Kafka listener answers Metadata from the cache, and keeps its answer per generation) is the
+    cache before or after the request, never half of it."""
+    from adapters.broker.broker import YIELD_EVERY
+
+    tps = [TopicPartition("big", p) for p in range(3 * YIELD_EVERY)]
+    await node.update_metadata([1, 2], *(view(tp, leader=1) for tp in tps), controller_epoch=3)
+    seen = []
+    done = asyncio.Event()
+
+    async def read():
+        while not done.is_set():
+            cache = node.broker._meta_partitions
+            seen.append((node.broker.metadata_generation, sum(1 for tp in tps if cache[tp].leader == 2)))
+            await asyncio.sleep(0)
+
+    reader = asyncio.create_task(read())
+    await node.update_metadata([1, 2], *(view(tp, leader=2, epoch=1) for tp in tps), controller_epoch=3)
+    done.set()
+    await reader
+    before = seen[0][0]
+    assert {moved for _, moved in seen} <= {0, len(tps)}
+    assert all(moved == (len(tps) if gen > before else 0) for gen, moved in seen)
+    assert sum(1 for tp in tps if node.broker._meta_partitions[tp].leader == 2) == len(tps)
+
+
 async def test_metadata_request_answers_the_cache_over_the_channel_and_changes_nothing(node):
     await node.update_metadata([1, 2], view(T0, isr=(1, 2)), controller_epoch=3)
     whole = node.broker.metadata()

@@ -1,0 +1,151 @@
+"""The partitions of one LeaderAndIsr or UpdateMetadata request, as columns (issue 17).
+
+A release of a 10,000-partition decision sends 10,000 partitions in UpdateMetadata and as many
+in LeaderAndIsr; building one `PartitionView` tuple per partition per request was most of the
+release's cost, and the sender then took every tuple apart again to write the request's columnar
+body (adapters/control/requests.py). `emit_outbox` (draft.py) now gathers each request's rows
+from the partition image into a `PartitionViews`: the columns, aligned with the partitions.
+
+- The sender encodes the columns (`requests.views_body`), never the tuples.
+- Everything else (the journal's digest of the commands, the in-memory shell, tests) sees a
+  sequence of `PartitionView` values equal to the tuple the scalar path builds: they are made on
+  first use and kept. `==` and `hash` are those of that tuple, so a command holding a
+  `PartitionViews` equals the same command holding the tuple.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress
+
+import numpy as np
+
+from .columns import PartitionImage, _cut
+from .values import LEADER_DURING_DELETE, PartitionView, TopicPartition
+
+_new = tuple.__new__
+
+
+class PartitionViews(Sequence):
+    """Columns of partition states, one row per partition of `tps` (see the module docstring).
+    `isr` and `replicas` are left-packed matrices padded with -1; `adding` and `removing`, when
+    not None, are masks over `replicas`' positions; `is_new`, when not None, a mask over rows."""
+
+    __slots__ = ("tps", "leader", "leader_epoch", "isr", "controller_epoch", "zk_version", "replicas",
+                 "adding", "removing", "is_new", "_views")
+
+    def __init__(self, tps: tuple[TopicPartition, ...], leader, leader_epoch, isr, controller_epoch, zk_version,
+                 replicas, adding=None, removing=None, is_new=None):
+        self.tps = tps
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
+        self.replicas = replicas
+        self.adding = adding
+        self.removing = removing
+        self.is_new = is_new
+        self._views: tuple[PartitionView, ...] | None = None
+
+    def views(self) -> tuple[PartitionView, ...]:
+        """The rows as `PartitionView` values (built once)."""
+        views = self._views
+        if views is None:
+            views = self._views = self._build()
+        return views
+
+    def _build(self) -> tuple[PartitionView, ...]:
+        n = len(self.tps)
+        if not n:
+            return ()
+        lead, lep, cep, ver = (self.leader.tolist(), self.leader_epoch.tolist(), self.controller_epoch.tolist(),
+                               self.zk_version.tolist())
+        reps, isrs = self.replicas.tolist(), self.isr.tolist()
+        adds = self.adding.tolist() if self.adding is not None else None
+        rems = self.removing.tolist() if self.removing is not None else None
+        new = self.is_new.tolist() if self.is_new is not None else [False] * n
+        cut_of: dict[tuple, tuple] = {}
+        out = []
+        for k, tp in enumerate(self.tps):
+            key = tuple(reps[k])
+            replicas = cut_of.get(key)
+            if replicas is None:
+                replicas = cut_of[key] = _cut(reps[k])
+            key = tuple(isrs[k])
+            isr = cut_of.get(key)
+            if isr is None:
+                isr = cut_of[key] = _cut(isrs[k])
+            adding = tuple(r for r, f in zip(replicas, adds[k]) if f) if adds is not None else ()
+            removing = tuple(r for r, f in zip(replicas, rems[k]) if f) if rems is not None else ()
+            out.append(_new(PartitionView, (tp, lead[k], lep[k], isr, cep[k], ver[k], replicas, adding, removing,
+                                            new[k])))
+        return tuple(out)
+
+    def __len__(self) -> int:
+        return len(self.tps)
+
+    def __iter__(self):
+        return iter(self.views())
+
+    def __getitem__(self, i):
+        return self.views()[i]
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, (PartitionViews, tuple, list)):
+            return self.views() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.views())
+
+    def __repr__(self) -> str:
+        return f"PartitionViews({self.views()!r})"
+
+
+class ImageRows:
+    """The image's columns, concatenated once for all the requests of one release."""
+
+    def __init__(self, image: PartitionImage):
+        self.image = image
+        self._columns: dict[str, np.ndarray] = {}
+
+    def column(self, name: str) -> np.ndarray:
+        a = self._columns.get(name)
+        if a is None:
+            a = self._columns[name] = self.image.column(name)
+        return a
+
+    def views(self, tps, is_new: frozenset = frozenset(), deleting: frozenset = frozenset(),
+              for_metadata: bool = False) -> PartitionViews:
+        """The partitions of `tps` (in that order) that exist and have a leader-and-ISR, as they
+        are sent to brokers: in UpdateMetadata (`for_metadata`), a topic queued for deletion shows
+        leader -2 (LeaderDuringDelete), as `draft.partition_view` does."""
+        get = self.image.index.get
+        rows = np.fromiter((get(tp, -1) for tp in tps), np.intp, len(tps))
+        found = rows >= 0
+        ok = found.copy()
+        at = rows[found]
+        ok[found] = self.column("present")[at] & self.column("has_state")[at]
+        if ok.all():
+            kept = tuple(tps)
+        else:
+            kept = tuple(compress(tps, ok.tolist()))
+            rows = rows[ok]
+        leader = self.column("leader")[rows]
+        if for_metadata and deleting:
+            gone = np.fromiter((tp.topic in deleting for tp in kept), bool, len(kept))
+            if gone.any():
+                leader = np.where(gone, LEADER_DURING_DELETE, leader).astype(leader.dtype)
+        adding = removing = None
+        if self.column("moving")[rows].any():
+            adding, removing = self.column("adding")[rows], self.column("removing")[rows]
+        new = None
+        if is_new:
+            new = np.fromiter((tp in is_new for tp in kept), bool, len(kept))
+            if not new.any():
+                new = None
+        return PartitionViews(kept, leader, self.column("leader_epoch")[rows], self.column("isr")[rows],
+                              self.column("controller_epoch")[rows], self.column("zk_version")[rows],
+                              self.column("replicas")[rows], adding, removing, new)
