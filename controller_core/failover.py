@@ -8,6 +8,7 @@ previous controller resume, and the rebalance timer is armed.
 """
 from __future__ import annotations
 
+from . import columnar_failover
 from . import commands as C
 from . import deletion
 from . import partitions as P
@@ -20,7 +21,7 @@ from .machines import PartitionState, ReplicaState
 from .pmap import pmap
 from .state import ControllerState, PartitionInfo, TopicInfo, _pair
 from .topics import validate_assignment
-from .values import ReplicaAssignment, TopicPartition
+from .values import TopicPartition
 
 
 def on_elected(state: ControllerState, event: ControllerElected) -> tuple[ControllerState, tuple]:
@@ -70,21 +71,8 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     _init_deletion(d, snap.topics_to_delete)
     # 1. UpdateMetadata to every live broker before any other request
     d.immediate.extend(emit_outbox(d.snapshot_state(), Outbox(um_brokers=live, um_partitions=ALL), known=d.known))
-    # 2. replica state machine: live replicas stay Online and are told their state ...
-    offline_replicas = []
-    # sorted: command order must not depend on the map's hash order (the replay re-executes
-    # this with another interpreter, whose string hashes differ)
-    for tp, info in sorted(d.scan()):
-        replicas = info.assignment.replicas
-        if info.leader_isr is not None:
-            d.send_leader_and_isr([r for r in replicas if r in live], tp)
-        offline_replicas.extend((tp, r) for r in replicas if r not in live)
-    # ... dead ones go Offline and leave the ISR
-    offline_replicas.sort()
-    R.move(d, [(tp, r) for tp, r in offline_replicas if not d.queued_for_deletion(tp.topic)], ReplicaState.OFFLINE)
-    _repair_half_done_reassignments(d)
-    # 3. partition state machine: elect New and Offline partitions
-    P.trigger_online_state_change(d)
+    if not columnar_failover.start_machines(d):  # a healthy cluster: the batch from the columns
+        _start_machines(d, live)
     # 4. reassignments: the admin znode first, then those persisted in topic znodes
     if snap.reassignment is not None:
         r = snap.reassignment
@@ -100,6 +88,24 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     if state.config.auto_leader_rebalance_enable:
         d.command(C.ScheduleTimer(name=rebalance.REBALANCE_TIMER, delay_ms=rebalance.FIRST_REBALANCE_DELAY_MS))
     return d.finish()
+
+
+def _start_machines(d: Draft, live: frozenset[int]) -> None:
+    # 2. replica state machine: live replicas stay Online and are told their state ...
+    offline_replicas = []
+    # sorted: command order must not depend on the map's hash order (the replay re-executes
+    # this with another interpreter, whose string hashes differ)
+    for tp, info in sorted(d.scan()):
+        replicas = info.assignment.replicas
+        if info.leader_isr is not None:
+            d.send_leader_and_isr([r for r in replicas if r in live], tp)
+        offline_replicas.extend((tp, r) for r in replicas if r not in live)
+    # ... dead ones go Offline and leave the ISR
+    offline_replicas.sort()
+    R.move(d, [(tp, r) for tp, r in offline_replicas if not d.queued_for_deletion(tp.topic)], ReplicaState.OFFLINE)
+    _repair_half_done_reassignments(d)
+    # 3. partition state machine: elect New and Offline partitions
+    P.trigger_online_state_change(d)
 
 
 def _init_deletion(d: Draft, requested: frozenset[str]) -> None:
