@@ -1,19 +1,25 @@
-"""A new controller's start of the state machines, over the columns, for a healthy cluster.
+"""A new controller's start of the state machines, decided over the columns.
 
 `failover.on_elected` (Kafka's onControllerFailover) stays the specification. Its steps 2 and 3
-walk every partition: each replica on a live broker is told its partition's state (LeaderAndIsr),
-each replica on a dead broker goes Offline, a predecessor's half-done reassignment is repaired,
-and New or Offline partitions are elected. In the common case, a controller taking over a
-cluster whose brokers are all alive (a controller bounced, or moved on purpose), nothing but the
-LeaderAndIsr batch comes out of that walk: this module fills that batch from the columns, in the
-order the walk fills it (partitions sorted, each partition's replicas in assignment order), so
-the commands and their digest are the same.
+walk every partition: (a) each replica on a live broker is told its partition's state
+(LeaderAndIsr); (b) each replica on a dead broker is stopped, goes Offline and leaves the ISR (a
+dead leader leaves its partition leaderless), and the partition's other replicas are told; a
+predecessor's half-done reassignment is repaired; (c) Offline partitions (their leader is not
+live) go through the offline election. This module makes the same decision for the common case,
+a controller taking over a cluster whose partitions all have a state, whether or not some
+brokers died with the old controller:
 
-Anything else (a partition without a state, not Online, with a replica on a dead broker or an
-ISR member that is not assigned, a topic queued for deletion, a partition the columns cannot
-hold) returns False before touching the draft, and the caller walks the partitions as before.
-tests/core/test_columnar_failover.py checks on random clusters that `step()` gives the same
-state and commands with and without this path.
+- the ISR shrinks and the elections are array operations over the partitions' rows, in the
+  walk's order (sorted partitions; within one, the dead replicas in broker order), each change
+  bumping the leader epoch once, as `Draft.write_change` does;
+- the request batch, the state-change log and the writes are filled in the order the walk fills
+  them, from the columns, so the commands and their digest are the same.
+
+Anything else (a partition without a state, a state written by a newer controller, an ISR member
+that is not assigned, a topic queued for deletion, an election that fails or would be unclean, a
+partition the columns cannot hold) returns False before touching the draft, and the caller walks
+the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()` gives
+the same state and commands with and without this path.
 """
 from __future__ import annotations
 
@@ -22,61 +28,193 @@ from itertools import compress
 import numpy as np
 
 from . import vector_election as V
-from .columns import P_CODE, PAD
+from . import commands as C
+from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
-from .machines import PartitionState
+from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .values import NO_LEADER, NO_ZK_VERSION, LeaderIsr
 
 ENABLED = True
 """Tests switch this off to compare with the walk of `failover.on_elected`."""
 
-_ONLINE = P_CODE[PartitionState.ONLINE]
+_ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
+_R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
+_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
+_ELECT = ("elect", "offline")
+_new = tuple.__new__
 
 
 def start_machines(d: Draft) -> bool:
-    """Fill the LeaderAndIsr batch of steps 2-3 of `on_elected` if the cluster is healthy (see
-    the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.topics_to_delete:
+    """Steps 2 and 3 of `on_elected` over the columns if the cluster allows it (see the module
+    docstring); False, with the draft untouched, if not."""
+    if not ENABLED or d.topics_to_delete or d.writes or d.log or d.lai or d.stop:
         return False
     image = d.partitions
     if image.odd or not image.count:
         return False
+    live = d.live
+    epoch = d.epoch
     present = image.column("present")
     rows = np.flatnonzero(present)
-    if not image.column("has_state")[rows].all() or (image.column("pstate")[rows] != _ONLINE).any():
-        return False  # New partitions, or Offline ones to elect
+    pstate = image.column("pstate")[rows]
+    if not image.column("has_state")[rows].all() or ((pstate != _ONLINE) & (pstate != _OFFLINE)).any():
+        return False  # New partitions: their first election is the walk's
+    if (image.column("controller_epoch")[rows] > epoch).any():
+        return False  # states written by a newer controller are refused one by one
     replicas = image.column("replicas")[rows]
-    assigned = replicas != PAD
-    if (assigned & ~V.member(replicas, d.live)).any():
-        return False  # a replica on a dead broker goes Offline and leaves the ISR
     isr = image.column("isr")[rows]
     if ((isr != PAD) & ~V.contained(isr, replicas)).any():
         return False  # a half-done reassignment to repair
+    assigned = replicas != PAD
+    dead_at = assigned & ~V.member(replicas, live)
+    if (dead_at & ~np.isin(image.column("rstate")[rows], _OFFLINE_FROM)).any():
+        return False
 
     tps = image.tps(rows)
-    order = sorted(range(len(tps)), key=tps.__getitem__)
-    tps = [tps[k] for k in order]
-    replicas = replicas[np.array(order, np.intp)]
-    # each broker's partitions, and the brokers in the order the walk first meets them
+    order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
+    tps = [tps[k] for k in order.tolist()]
+    rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
+    n = len(rows)
+
+    # -- the new columns: each dead replica leaves the ISR (sorted broker order within a
+    # partition, as the walk's sorted (partition, replica) pairs), then Offline partitions elect
+    leader = image.column("leader")[rows].copy()
+    leader_epoch = image.column("leader_epoch")[rows].astype(np.int64)
+    isr = isr.copy()
+    written = np.zeros(n, bool)
+    intents: list[list | None] = [None] * n
+    dead = sorted(set(replicas[dead_at].tolist()))
+    for b in dead:
+        idx = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1))
+        if not len(idx):
+            continue
+        sub = isr[idx]
+        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
+        new_isr = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)  # never the last member
+        old = leader[idx]
+        new_lead = np.where(old == b, NO_LEADER, old)
+        changed = (new_lead != old) | (new_isr != sub).any(axis=1)
+        hit = idx[changed]
+        leader[hit] = new_lead[changed]
+        isr[hit] = new_isr[changed]
+        leader_epoch[hit] += 1
+        written[hit] = True
+        for k in hit.tolist():
+            got = intents[k]
+            if got is None:
+                intents[k] = [("shrink", b)]
+            else:
+                got.append(("shrink", b))
+    elect = np.flatnonzero(pstate == _OFFLINE)
+    ok, new_leader, new_isr, _ = V.offline(replicas[elect], isr[elect], live, np.zeros(len(elect), bool))
+    if not ok.all():
+        return False  # a refused election (maybe on a stale ISR: issue 22) or an unclean one
+    leader[elect] = new_leader
+    isr[elect] = new_isr
+    leader_epoch[elect] += 1
+    written[elect] = True
+    for k in elect.tolist():
+        got = intents[k]
+        if got is None:
+            intents[k] = [_ELECT]
+        else:
+            got.append(_ELECT)
+
+    # -- the request batch, in the walk's order ---------------------------------------------------
+    # (a) every partition's live replicas are told its state; (b) each dead replica is stopped,
+    # and the partition's other replicas (dead ones too, as replicas._to_offline sends) are told;
+    # (c) each elected partition's live replicas. Only (a) and (b) can add a broker or a partition.
     firsts = []
-    per_broker = {}
     for b in np.unique(replicas[replicas != PAD]).tolist():
         at = replicas == b
         hit = at.any(axis=1)
-        i = int(hit.argmax())
-        firsts.append((i, int(at[i].argmax()), b))
-        per_broker[b] = hit
+        if b in live:
+            i = int(hit.argmax())
+            firsts.append(((0, i, int(at[i].argmax())), b, hit))
+    lai_extra: dict[int, list] = {}
+    stops: dict[int, list] = {}
+    offline_log: dict[tuple, list] = {}
+    rstate = image.column("rstate")[rows]
+    dead_rows = np.flatnonzero(dead_at.any(axis=1))
+    shapes: dict[tuple, tuple] = {}
+    for k, row, codes in zip(dead_rows.tolist(), replicas[dead_rows].tolist(), rstate[dead_rows].tolist()):
+        tp = tps[k]
+        key = tuple(row)
+        plan = shapes.get(key)
+        if plan is None:
+            reps = _cut(row)
+            plan = shapes[key] = tuple((r, j, tuple(x for x in reps if x != r and x not in live))
+                                       for r, j in sorted((r, j) for j, r in enumerate(reps) if r not in live))
+        for r, j, dead_others in plan:
+            got = stops.get(r)
+            if got is None:
+                stops[r] = [tp]
+            else:
+                got.append(tp)
+            for b in dead_others:
+                got = lai_extra.get(b)
+                if got is None:
+                    lai_extra[b] = [tp]
+                else:
+                    got.append(tp)
+            lkey = (codes[j], r)
+            got = offline_log.get(lkey)
+            if got is None:
+                offline_log[lkey] = [tp]
+            else:
+                got.append(tp)
     lai = d.lai
-    for _, _, b in sorted(firsts):
-        sent = compress(tps, per_broker[b].tolist())
-        per = lai.get(b)
-        if per is None:
-            lai[b] = dict.fromkeys(sent, False)
-        else:
-            for tp in sent:
-                if tp not in per:
-                    per[tp] = False
+    for _, b, hit in sorted(firsts, key=lambda f: f[0]):
+        lai[b] = dict.fromkeys(compress(tps, hit.tolist()), False)
+    for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
+        lai[b] = dict.fromkeys(sent, False)
     if tps:
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
         if not d.um_all:
             d.um_tps.update(dict.fromkeys(tps))
+    for r, sent in stops.items():
+        d.stop[(r, False)] = dict.fromkeys(sent)
+    target = ReplicaState.OFFLINE
+    for (code, r), logged in offline_log.items():
+        d.record_many(REPLICA_STATES[code], target, logged, r)
+    if len(elect):
+        d.record_many(PartitionState.OFFLINE, PartitionState.ONLINE, [tps[k] for k in elect.tolist()])
+
+    # -- the writes, in the order the walk makes them (shrinks, then elections) -----------------
+    w = np.flatnonzero(written)
+    shrink_first = [k for k in w.tolist() if intents[k][0] != _ELECT]
+    elected_only = [k for k in elect.tolist() if intents[k][0] == _ELECT]
+    w_order = np.array(shrink_first + elected_only, np.intp)
+    w_rows = rows[w_order]
+    expected = image.column("zk_version")[w_rows]
+    stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
+    w_leader = leader[w_order].astype(np.int32)
+    w_epoch = leader_epoch[w_order].astype(np.int32)
+    w_isr = isr[w_order]
+    writes = d.writes
+    cut_of: dict[tuple, tuple] = {}
+    for k, lead, le, row, v, x in zip(w_order.tolist(), w_leader.tolist(), w_epoch.tolist(), w_isr.tolist(),
+                                      stored.tolist(), expected.tolist()):
+        key = tuple(row)
+        cut = cut_of.get(key)
+        if cut is None:
+            cut = cut_of[key] = _cut(row)
+        tp = tps[k]
+        writes[tp] = C.PartitionWrite(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
+        d.intents[tp] = tuple(intents[k])
+
+    # -- the new state, column by column, in the chunks that changed ----------------------------
+    new_rstate = rstate[dead_rows].copy()
+    new_rstate[dead_at[dead_rows]] = _R_OFFLINE
+    d.replace_image(image.with_columns(
+        (w_rows, {
+            "leader": w_leader,
+            "leader_epoch": w_epoch,
+            "isr": w_isr,
+            "controller_epoch": np.full(len(w_rows), epoch, np.int32),
+            "zk_version": stored,
+        }),
+        (rows[elect], {"pstate": np.full(len(elect), _ONLINE, np.int8)}),
+        (rows[dead_rows], {"rstate": new_rstate}),
+    ))
     return True
