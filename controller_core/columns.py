@@ -284,49 +284,63 @@ overhead dominates a vectorized write of a handful of rows."""
 
 
 def _write_few(chunk: Chunk, slots: list[int], rows: list, fresh: bool) -> Chunk:
-    """`_write_rows` one row at a time, comparing plain values (same result)."""
+    """`_write_rows` one row at a time, comparing plain values (same result): each column of
+    the row is read once, and only a column whose value changes is copied (once) and written.
+    An ISR change reads thirteen values and copies two 1-D columns and the ISR matrix."""
     cols: dict = chunk._asdict() if fresh else {}
     width = chunk.replicas.shape[1]
-
-    def put(name: str, s: int, value) -> None:
-        a = cols.get(name)
-        if a is None:
-            a = cols[name] = getattr(chunk, name).copy()
-        a[s] = value
-
     for s, v in zip(slots, rows):
         if v is None:
             v = _GONE
             present = False
         else:
             present = True
+        has, (leader, leader_epoch, controller_epoch, zk_version), replicas, isr, adding, removing, pcode, codes = v
         if chunk.present.item(s) != present:
-            put("present", s, present)
-        if chunk.has_state.item(s) != v[0]:
-            put("has_state", s, v[0])
-        for name, value in zip(_INT_COLUMNS, v[1]):
-            if getattr(chunk, name).item(s) != value:
-                put(name, s, value)
-        for name, k, fill in (("replicas", 2, PAD), ("isr", 3, PAD)):
-            row = v[k] + (fill,) * (width - len(v[k]))
-            if tuple(getattr(chunk, name)[s].tolist()) != row:
-                put(name, s, row)
-        moving = v[4] is not None or v[5] is not None
-        if chunk.moving.item(s) != moving:
-            put("moving", s, moving)
-        if moving or chunk.moving.item(s):
-            for name, k in (("adding", 4), ("removing", 5)):
-                row = (v[k] or ()) + (False,) * (width - len(v[k] or ()))
+            _put_one(cols, chunk, "present", s, present)
+        if chunk.has_state.item(s) != has:
+            _put_one(cols, chunk, "has_state", s, has)
+        if chunk.leader.item(s) != leader:
+            _put_one(cols, chunk, "leader", s, leader)
+        if chunk.leader_epoch.item(s) != leader_epoch:
+            _put_one(cols, chunk, "leader_epoch", s, leader_epoch)
+        if chunk.controller_epoch.item(s) != controller_epoch:
+            _put_one(cols, chunk, "controller_epoch", s, controller_epoch)
+        if chunk.zk_version.item(s) != zk_version:
+            _put_one(cols, chunk, "zk_version", s, zk_version)
+        row = replicas + (PAD,) * (width - len(replicas))
+        if tuple(chunk.replicas[s].tolist()) != row:
+            _put_one(cols, chunk, "replicas", s, row)
+        row = isr + (PAD,) * (width - len(isr))
+        if tuple(chunk.isr[s].tolist()) != row:
+            _put_one(cols, chunk, "isr", s, row)
+        moving = adding is not None or removing is not None
+        was_moving = chunk.moving.item(s)
+        if was_moving != moving:
+            _put_one(cols, chunk, "moving", s, moving)
+        if moving or was_moving:
+            for name, flags in (("adding", adding), ("removing", removing)):
+                row = (flags or ()) + (False,) * (width - len(flags or ()))
                 if tuple(getattr(chunk, name)[s].tolist()) != row:
-                    put(name, s, row)
-        if chunk.pstate.item(s) != v[6]:
-            put("pstate", s, v[6])
-        row = v[7] + (R_NON_EXISTENT,) * (width - len(v[7]))
+                    _put_one(cols, chunk, name, s, row)
+        if chunk.pstate.item(s) != pcode:
+            _put_one(cols, chunk, "pstate", s, pcode)
+        row = codes + (R_NON_EXISTENT,) * (width - len(codes))
         if tuple(chunk.rstate[s].tolist()) != row:
-            put("rstate", s, row)
+            _put_one(cols, chunk, "rstate", s, row)
     if fresh:
         return Chunk(**cols)
-    return chunk._replace(**cols) if cols else chunk
+    if not cols:
+        return chunk
+    return _new(Chunk, tuple(map(cols.get, Chunk._fields, chunk)))  # the copied columns, the rest shared
+
+
+def _put_one(cols: dict, chunk: Chunk, name: str, s: int, value) -> None:
+    """Write `value` at row `s` of column `name`, copying the chunk's column first (once)."""
+    a = cols.get(name)
+    if a is None:
+        a = cols[name] = getattr(chunk, name).copy()
+    a[s] = value
 
 
 _GONE = (False, (0, 0, 0, 0), (), (), None, None, P_CODE[PartitionState.NON_EXISTENT], ())
