@@ -482,11 +482,21 @@ class PartitionImage:
         index = PMap(zip((tp for tp, _ in items), range(len(items))))
         return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY)
 
-    def with_changes(self, changes: Mapping) -> "PartitionImage":
+    def with_changes(self, changes: Mapping, before: Mapping | None = None) -> "PartitionImage":
         """The image after each partition in `changes` took its value there (None: removed).
-        Only the chunks holding a changed row are copied; each is written one column at a time."""
+        Only the chunks holding a changed row are copied; each is written one column at a time.
+
+        `before` (optional): values some of these partitions have in this image, each as `get`
+        returns it or as it was given to the `with_changes` that made its row (a `Draft` keeps
+        what it read and wrote). When every change keeps its partition's assignment, replica
+        states and state and changes only its leader-and-ISR (an ISR change, an election), the
+        changed fields are found by comparing with `before`, without reading the rows."""
         if not changes:
             return self
+        if before is not None and len(changes) <= _FEW_ROWS:
+            image = self._with_leader_isrs(changes, before)
+            if image is not None:
+                return image
         index = self.index
         size = self.size
         count = self.count
@@ -547,6 +557,54 @@ class PartitionImage:
             chunks[c] = _write_rows(chunks[c], list(slots), list(slots.values()), c >= old)
         return PartitionImage(tuple(chunks), new_index.finish() if new_index is not None else index,
                               tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd)
+
+    def _with_leader_isrs(self, changes: Mapping, before: Mapping) -> "PartitionImage | None":
+        """`with_changes` of changes to the leader-and-ISR alone (see there); None if any change
+        is of another kind, or its partition is held whole in `odd`, or its value would need a
+        wider image or is not representable (the general path then does it all)."""
+        index = self.index
+        odd = self.odd
+        width = self.width
+        found = []
+        for tp, info in changes.items():
+            old = before.get(tp)
+            if info is None or old is None or (odd and tp in odd):
+                return None
+            li, was = info.leader_isr, old.leader_isr
+            if li is None or was is None or info.state is not old.state \
+                    or info.assignment != old.assignment or info.replica_states != old.replica_states:
+                return None
+            isr = li[2]
+            if len(isr) > width or not (_ids_ok(isr) and -_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
+                                        and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
+                return None  # (as `_is_odd` says of the leader-and-ISR)
+            row = index.get(tp)
+            if row is None:
+                return None
+            found.append((row, li, was))
+        chunks = list(self.chunks)
+        copied: dict[int, dict] = {}
+        for row, li, was in found:
+            c = row >> _SHIFT
+            s = row & _MASK
+            cols = copied.get(c)
+            if cols is None:
+                cols = copied[c] = {}
+            chunk = self.chunks[c]
+            if li[0] != was[0]:
+                _put_one(cols, chunk, "leader", s, li[0])
+            if li[1] != was[1]:
+                _put_one(cols, chunk, "leader_epoch", s, li[1])
+            if li[2] != was[2]:
+                _put_one(cols, chunk, "isr", s, li[2] + (PAD,) * (width - len(li[2])))
+            if li[3] != was[3]:
+                _put_one(cols, chunk, "controller_epoch", s, li[3])
+            if li[4] != was[4]:
+                _put_one(cols, chunk, "zk_version", s, li[4])
+        for c, cols in copied.items():
+            if cols:
+                chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
+        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`

@@ -391,6 +391,12 @@ class Draft:
 
     def finish(self) -> tuple[ControllerState, tuple]:
         """Freeze the working copy and produce the commands of this decision."""
+        if self._delta:
+            # as `partitions` does, telling the image what this step read of the partitions it
+            # changes: a change of leader-and-ISR alone is then written without reading its row
+            self._image = self._image.with_changes(self._delta, before=self._read)
+            self._read.update(self._delta)
+            self._delta = {}
         commands: list = list(self.immediate)
         log = self._log_command()
         if log is not None:
