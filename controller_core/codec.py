@@ -237,11 +237,32 @@ def reference_digest(commands: Iterable[Any]) -> str:
     return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
 
 
+def _unencodable(value: Any):
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _made_writer():
+    """`canonical_json` without its per-call set-up: the standard library's C encoder, made once
+    with the same settings. It does not look for reference cycles, which the codec's output
+    (a tree, some lists shared) never has, so it is only used where that holds: the digest."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - an interpreter without the C accelerator
+        return canonical_json
+    encode = make(None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False)
+    join = "".join
+
+    def write(value: Any) -> str:
+        return join(encode(value, 0))
+
+    return write
+
+
 def digester(canonical: Any = None) -> Digester:
     """A new `Digester` (controller_core/digest.py: same bytes as `reference_digest`, faster),
-    writing JSON with `canonical` (by default `canonical_json`; it must write the same text)."""
+    writing JSON with `canonical` (by default the standard library's, as `canonical_json` sets
+    it up; another must write the same text)."""
     return Digester(lambda c, memo: _encode_top(c, _COMMANDS_BY_NAME, "a command", memo),
-                    canonical if canonical is not None else canonical_json)
+                    canonical if canonical is not None else _made_writer())
 
 
 digest = digester().digest

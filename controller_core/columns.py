@@ -570,13 +570,16 @@ class PartitionImage:
             old = before.get(tp)
             if info is None or old is None or (odd and tp in odd):
                 return None
-            li, was = info.leader_isr, old.leader_isr
-            if li is None or was is None or info.state is not old.state \
-                    or info.assignment != old.assignment or info.replica_states != old.replica_states:
+            li, was = info[1], old[1]
+            if li is None or was is None or info[2] is not old[2]:
+                return None
+            a, b = info[0], old[0]
+            if (a is not b and a != b) or info[3] != old[3]:  # (mostly the very same objects)
                 return None
             isr = li[2]
-            if len(isr) > width or not (_ids_ok(isr) and -_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
-                                        and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
+            if len(isr) > width or (isr and (min(isr) < 0 or max(isr) > _I32)) \
+                    or not (-_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
+                            and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
                 return None  # (as `_is_odd` says of the leader-and-ISR)
             row = index.get(tp)
             if row is None:
