@@ -9,7 +9,10 @@ Public API
 - `encode_command(c) -> dict` / `decode_command(d) -> Command`
 - `encode_commands(cs) -> list[dict]` / `decode_commands(ds) -> tuple` (shared tuples encoded once)
 - `encode_state(s) -> dict` / `decode_state(d) -> ControllerState`
-- `canonical_json(obj) -> str` and `digest(commands) -> str` (for the journal's "effects" records)
+- `canonical_json(obj) -> str` and `digest(commands) -> str` (for the journal's "effects" records):
+  blake2b-128 of the canonical JSON of `encode_commands(commands)`; `reference_digest` computes
+  it by that definition, `digest` gives the same bytes faster (controller_core/digest.py;
+  `digester(canonical)` makes another, with its own caches and JSON writer)
 - `CodecError` (a `ValueError`) for anything that cannot be decoded, with a path to the culprit:
   ``BrokersChanged.brokers[1].port: expected an int, got str '9092'``.
 
@@ -68,8 +71,8 @@ Modules
 -------
 This module is the public API; the rest of the codec is split by what it holds:
 controller_core/codec_errors.py (`CodecError`), controller_core/codec_tables.py (the top-level
-types, `VERSIONS`, `UPGRADES` and the layout tables) and controller_core/codec_compiler.py (the
-code generator). Import everything from here.
+types, `VERSIONS`, `UPGRADES` and the layout tables), controller_core/codec_compiler.py (the
+code generator) and controller_core/digest.py (the commands' digest). Import everything from here.
 """
 from __future__ import annotations
 
@@ -78,6 +81,7 @@ import json
 from typing import Any, Iterable
 
 from .codec_compiler import _Compiler
+from .digest import Digester
 from .codec_errors import CodecError, _show
 from .codec_tables import (  # the top-level types and their versions: callers import them from here
     COMMAND_TYPES,
@@ -105,6 +109,8 @@ __all__ = [
     "decode_state",
     "canonical_json",
     "digest",
+    "reference_digest",
+    "digester",
 ]
 
 
@@ -216,50 +222,6 @@ def canonical_json(obj: Any) -> str:
         raise CodecError(f"not JSON-compatible: {exc}") from exc
 
 
-_SHARED_MIN = 16  # lists shorter than this are cheaper to re-serialise than to look up
-
-
-def digest(commands: Iterable[Any]) -> str:
-    """Hex blake2b-128 of `canonical_json(encode_commands(commands))`.
-
-    Computed without building that text in one piece: each command's canonical JSON is fed to
-    the hash in turn, and a list shared by several commands (see `encode_commands`) is
-    serialised once and its text reused."""
-    return _digest(encode_commands(commands))
-
-
-def _digest(encoded: list[dict]) -> str:
-    seen: dict[int, int] = {}
-    for d in encoded:
-        for value in d.values():
-            if value.__class__ is list and len(value) >= _SHARED_MIN:
-                seen[id(value)] = seen.get(id(value), 0) + 1
-    shared = {k for k, count in seen.items() if count > 1}
-    texts: dict[int, str] = {}
-    h = hashlib.blake2b(digest_size=16)
-    h.update(b"[")
-    for n, d in enumerate(encoded):
-        if n:
-            h.update(b",")
-        if shared and any(id(value) in shared for value in d.values()):
-            parts = []
-            for key in sorted(d):
-                value = d[key]
-                vid = id(value)
-                if vid in shared:
-                    text = texts.get(vid)
-                    if text is None:
-                        text = texts[vid] = canonical_json(value)
-                else:
-                    text = canonical_json(value)
-                parts.append(f"{canonical_json(key)}:{text}")
-            h.update(("{" + ",".join(parts) + "}").encode("ascii"))
-        else:
-            h.update(canonical_json(d).encode("ascii"))
-    h.update(b"]")
-    return h.hexdigest()
-
-
 def _compile_everything() -> None:
     for cls in (*EVENT_TYPES, *COMMAND_TYPES, *STATE_TYPES):
         _COMPILER.top_encoder(cls)
@@ -267,3 +229,42 @@ def _compile_everything() -> None:
 
 
 _compile_everything()
+
+
+def reference_digest(commands: Iterable[Any]) -> str:
+    """The digest's definition: hex blake2b-128 of `canonical_json(encode_commands(commands))`."""
+    text = canonical_json(encode_commands(commands))
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).hexdigest()
+
+
+def _unencodable(value: Any):
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _made_writer():
+    """`canonical_json` without its per-call set-up: the standard library's C encoder, made once
+    with the same settings. It does not look for reference cycles, which the codec's output
+    (a tree, some lists shared) never has, so it is only used where that holds: the digest."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - an interpreter without the C accelerator
+        return canonical_json
+    encode = make(None, _unencodable, json.encoder.encode_basestring_ascii, None, ":", ",", True, False, False)
+    join = "".join
+
+    def write(value: Any) -> str:
+        return join(encode(value, 0))
+
+    return write
+
+
+def digester(canonical: Any = None) -> Digester:
+    """A new `Digester` (controller_core/digest.py: same bytes as `reference_digest`, faster),
+    writing JSON with `canonical` (by default the standard library's, as `canonical_json` sets
+    it up; another must write the same text)."""
+    return Digester(lambda c, memo: _encode_top(c, _COMMANDS_BY_NAME, "a command", memo),
+                    canonical if canonical is not None else _made_writer())
+
+
+digest = digester().digest
+"""`digest(commands) -> str`: equal to `reference_digest(commands)` (what the controller loop
+journals in its "effects" records, and the replay compares)."""

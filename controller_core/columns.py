@@ -284,49 +284,63 @@ overhead dominates a vectorized write of a handful of rows."""
 
 
 def _write_few(chunk: Chunk, slots: list[int], rows: list, fresh: bool) -> Chunk:
-    """`_write_rows` one row at a time, comparing plain values (same result)."""
+    """`_write_rows` one row at a time, comparing plain values (same result): each column of
+    the row is read once, and only a column whose value changes is copied (once) and written.
+    An ISR change reads thirteen values and copies two 1-D columns and the ISR matrix."""
     cols: dict = chunk._asdict() if fresh else {}
     width = chunk.replicas.shape[1]
-
-    def put(name: str, s: int, value) -> None:
-        a = cols.get(name)
-        if a is None:
-            a = cols[name] = getattr(chunk, name).copy()
-        a[s] = value
-
     for s, v in zip(slots, rows):
         if v is None:
             v = _GONE
             present = False
         else:
             present = True
+        has, (leader, leader_epoch, controller_epoch, zk_version), replicas, isr, adding, removing, pcode, codes = v
         if chunk.present.item(s) != present:
-            put("present", s, present)
-        if chunk.has_state.item(s) != v[0]:
-            put("has_state", s, v[0])
-        for name, value in zip(_INT_COLUMNS, v[1]):
-            if getattr(chunk, name).item(s) != value:
-                put(name, s, value)
-        for name, k, fill in (("replicas", 2, PAD), ("isr", 3, PAD)):
-            row = v[k] + (fill,) * (width - len(v[k]))
-            if tuple(getattr(chunk, name)[s].tolist()) != row:
-                put(name, s, row)
-        moving = v[4] is not None or v[5] is not None
-        if chunk.moving.item(s) != moving:
-            put("moving", s, moving)
-        if moving or chunk.moving.item(s):
-            for name, k in (("adding", 4), ("removing", 5)):
-                row = (v[k] or ()) + (False,) * (width - len(v[k] or ()))
+            _put_one(cols, chunk, "present", s, present)
+        if chunk.has_state.item(s) != has:
+            _put_one(cols, chunk, "has_state", s, has)
+        if chunk.leader.item(s) != leader:
+            _put_one(cols, chunk, "leader", s, leader)
+        if chunk.leader_epoch.item(s) != leader_epoch:
+            _put_one(cols, chunk, "leader_epoch", s, leader_epoch)
+        if chunk.controller_epoch.item(s) != controller_epoch:
+            _put_one(cols, chunk, "controller_epoch", s, controller_epoch)
+        if chunk.zk_version.item(s) != zk_version:
+            _put_one(cols, chunk, "zk_version", s, zk_version)
+        row = replicas + (PAD,) * (width - len(replicas))
+        if tuple(chunk.replicas[s].tolist()) != row:
+            _put_one(cols, chunk, "replicas", s, row)
+        row = isr + (PAD,) * (width - len(isr))
+        if tuple(chunk.isr[s].tolist()) != row:
+            _put_one(cols, chunk, "isr", s, row)
+        moving = adding is not None or removing is not None
+        was_moving = chunk.moving.item(s)
+        if was_moving != moving:
+            _put_one(cols, chunk, "moving", s, moving)
+        if moving or was_moving:
+            for name, flags in (("adding", adding), ("removing", removing)):
+                row = (flags or ()) + (False,) * (width - len(flags or ()))
                 if tuple(getattr(chunk, name)[s].tolist()) != row:
-                    put(name, s, row)
-        if chunk.pstate.item(s) != v[6]:
-            put("pstate", s, v[6])
-        row = v[7] + (R_NON_EXISTENT,) * (width - len(v[7]))
+                    _put_one(cols, chunk, name, s, row)
+        if chunk.pstate.item(s) != pcode:
+            _put_one(cols, chunk, "pstate", s, pcode)
+        row = codes + (R_NON_EXISTENT,) * (width - len(codes))
         if tuple(chunk.rstate[s].tolist()) != row:
-            put("rstate", s, row)
+            _put_one(cols, chunk, "rstate", s, row)
     if fresh:
         return Chunk(**cols)
-    return chunk._replace(**cols) if cols else chunk
+    if not cols:
+        return chunk
+    return _new(Chunk, tuple(map(cols.get, Chunk._fields, chunk)))  # the copied columns, the rest shared
+
+
+def _put_one(cols: dict, chunk: Chunk, name: str, s: int, value) -> None:
+    """Write `value` at row `s` of column `name`, copying the chunk's column first (once)."""
+    a = cols.get(name)
+    if a is None:
+        a = cols[name] = getattr(chunk, name).copy()
+    a[s] = value
 
 
 _GONE = (False, (0, 0, 0, 0), (), (), None, None, P_CODE[PartitionState.NON_EXISTENT], ())
@@ -468,11 +482,21 @@ class PartitionImage:
         index = PMap(zip((tp for tp, _ in items), range(len(items))))
         return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY)
 
-    def with_changes(self, changes: Mapping) -> "PartitionImage":
+    def with_changes(self, changes: Mapping, before: Mapping | None = None) -> "PartitionImage":
         """The image after each partition in `changes` took its value there (None: removed).
-        Only the chunks holding a changed row are copied; each is written one column at a time."""
+        Only the chunks holding a changed row are copied; each is written one column at a time.
+
+        `before` (optional): values some of these partitions have in this image, each as `get`
+        returns it or as it was given to the `with_changes` that made its row (a `Draft` keeps
+        what it read and wrote). When every change keeps its partition's assignment, replica
+        states and state and changes only its leader-and-ISR (an ISR change, an election), the
+        changed fields are found by comparing with `before`, without reading the rows."""
         if not changes:
             return self
+        if before is not None and len(changes) <= _FEW_ROWS:
+            image = self._with_leader_isrs(changes, before)
+            if image is not None:
+                return image
         index = self.index
         size = self.size
         count = self.count
@@ -533,6 +557,57 @@ class PartitionImage:
             chunks[c] = _write_rows(chunks[c], list(slots), list(slots.values()), c >= old)
         return PartitionImage(tuple(chunks), new_index.finish() if new_index is not None else index,
                               tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd)
+
+    def _with_leader_isrs(self, changes: Mapping, before: Mapping) -> "PartitionImage | None":
+        """`with_changes` of changes to the leader-and-ISR alone (see there); None if any change
+        is of another kind, or its partition is held whole in `odd`, or its value would need a
+        wider image or is not representable (the general path then does it all)."""
+        index = self.index
+        odd = self.odd
+        width = self.width
+        found = []
+        for tp, info in changes.items():
+            old = before.get(tp)
+            if info is None or old is None or (odd and tp in odd):
+                return None
+            li, was = info[1], old[1]
+            if li is None or was is None or info[2] is not old[2]:
+                return None
+            a, b = info[0], old[0]
+            if (a is not b and a != b) or info[3] != old[3]:  # (mostly the very same objects)
+                return None
+            isr = li[2]
+            if len(isr) > width or (isr and (min(isr) < 0 or max(isr) > _I32)) \
+                    or not (-_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
+                            and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
+                return None  # (as `_is_odd` says of the leader-and-ISR)
+            row = index.get(tp)
+            if row is None:
+                return None
+            found.append((row, li, was))
+        chunks = list(self.chunks)
+        copied: dict[int, dict] = {}
+        for row, li, was in found:
+            c = row >> _SHIFT
+            s = row & _MASK
+            cols = copied.get(c)
+            if cols is None:
+                cols = copied[c] = {}
+            chunk = self.chunks[c]
+            if li[0] != was[0]:
+                _put_one(cols, chunk, "leader", s, li[0])
+            if li[1] != was[1]:
+                _put_one(cols, chunk, "leader_epoch", s, li[1])
+            if li[2] != was[2]:
+                _put_one(cols, chunk, "isr", s, li[2] + (PAD,) * (width - len(li[2])))
+            if li[3] != was[3]:
+                _put_one(cols, chunk, "controller_epoch", s, li[3])
+            if li[4] != was[4]:
+                _put_one(cols, chunk, "zk_version", s, li[4])
+        for c, cols in copied.items():
+            if cols:
+                chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
+        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`

@@ -401,11 +401,17 @@ class Draft:
 
     def finish(self) -> tuple[ControllerState, tuple]:
         """Freeze the working copy and produce the commands of this decision."""
+        if self._delta:
+            # as `partitions` does, telling the image what this step read of the partitions it
+            # changes: a change of leader-and-ISR alone is then written without reading its row
+            self._image = self._image.with_changes(self._delta, before=self._read)
+            self._read.update(self._delta)
+            self._delta = {}
         commands: list = list(self.immediate)
         log = self._log_command()
         if log is not None:
             commands.append(log)
-        outbox = self._outbox()
+        outbox = self._outbox(parked=bool(self.writes))
         pending = self.pending
         next_write_id = self.next_write_id
         if self.writes:
@@ -468,23 +474,27 @@ class Draft:
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
 
-    def _outbox(self) -> Outbox | None:
+    def _outbox(self, parked: bool = True) -> Outbox | None:
+        """The decision's requests. `parked=False`: they go out in this very step (no writes),
+        so the outbox is only read by `emit_outbox` now: no retry intents, and no broker
+        epochs, whose filter could drop nothing (they would be read from these same brokers)."""
         if self.um_everyone:
             self.um_brokers.update(self.brokers.keys())
         if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
                 or self.writes):
             return None  # (a decision with writes always parks an outbox: its intents, for retries)
+        lai = self.lai
         return Outbox(
             leader_and_isr=tuple(
-                (b, tuple(per), frozenset(tp for tp, new in per.items() if new)) for b, per in self.lai.items()),
+                (b, tuple(per), frozenset(tp for tp, new in per.items() if new)) for b, per in lai.items()) if lai else (),
             um_brokers=frozenset(self.um_brokers),
             um_partitions=ALL if self.um_all else tuple(self.um_tps),
-            stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()),
+            stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),
-            intents=pmap(self.intents),
+            intents=pmap(self.intents) if parked else EMPTY,
             cause=self.cause,
-            broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())),
+            broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())) if parked else (),
         )
 
     def _log_command(self) -> C.LogStateChanges | None:
@@ -519,14 +529,14 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     UpdateMetadata of those partitions go out; the rest waits for the final outcome."""
     commands: list = []
     parts = state.partitions
-    brokers = state.brokers
+    brokers = all_brokers = state.brokers
     if outbox.broker_epochs:
         decided = dict(outbox.broker_epochs)
         brokers = {b: info for b, info in brokers.items() if decided.get(b) == info.epoch}
     epoch = state.epoch
-    live_brokers = tuple(state.brokers[b] for b in sorted(state.brokers.keys()))
+    live_brokers = tuple(map(all_brokers.__getitem__, sorted(all_brokers.keys())))
     shutting_down = tuple(sorted(state.shutting_down))
-    if parts.odd:
+    if parts.odd or _few(outbox):
         _requests_from_views(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, known)
     else:
         _requests_from_columns(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only)
@@ -547,6 +557,17 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     for request_id, results in outbox.election_replies:
         commands.append(C.ReplyLeaderElection(request_id=request_id, results=results))
     return commands
+
+
+COLUMNS_MIN = 256
+"""A release sending fewer partitions than this builds `PartitionView`s (an ISR change sends one
+partition to every broker: gathering it from the columns would cost more than the value)."""
+
+
+def _few(outbox: Outbox) -> bool:
+    if outbox.um_partitions is ALL:
+        return False
+    return len(outbox.um_partitions) + sum(len(tps) for _, tps, _ in outbox.leader_and_isr) < COLUMNS_MIN
 
 
 def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
@@ -585,31 +606,35 @@ def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbo
 
 def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
                          shutting_down, skip, only, known) -> None:
-    """The same requests from `PartitionView` values, for an image holding partitions its
-    columns cannot represent (`PartitionImage.odd`)."""
+    """The same requests from `PartitionView` values: for an image holding partitions its
+    columns cannot represent (`PartitionImage.odd`), and for small releases."""
     parts = state.partitions
     epoch = state.epoch
     deleting = state.topics_to_delete
     # the partitions this release sends, built from the image a chunk at a time
-    wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in outbox.leader_and_isr if b in brokers))
+    lai = outbox.leader_and_isr
+    wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in lai if b in brokers)) if lai else {}
     um_tps: Iterable[TopicPartition] = ()
-    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
+    send_um = outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL)
+    if send_um:
         um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
         wanted.update(dict.fromkeys(um_tps))
-    # partitions the decision has already built from this very state's image are not read again
-    infos = {tp: known[tp] for tp in wanted if tp in known} if known else {}
-    views: dict = parts.views_many([tp for tp in wanted if tp not in infos])
+    # each as sent in LeaderAndIsr (None: absent or without a leader); partitions the decision
+    # has already built from this very state's image are not read again
+    views: dict = {}
+    missing = wanted
+    if known:
+        missing = []
+        for tp in wanted:
+            info = known.get(tp, _ABSENT)
+            if info is _ABSENT:
+                missing.append(tp)
+            else:
+                views[tp] = None if info is None or info.leader_isr is None else partition_view(state, tp, info)
+    if missing:
+        views.update(parts.views_many(missing))
 
-    def view(tp: TopicPartition, for_metadata: bool = False) -> PartitionView | None:
-        v = views.get(tp, _ABSENT)
-        if v is _ABSENT:
-            info = infos[tp] if tp in infos else parts.get(tp)
-            v = views[tp] = None if info is None or info.leader_isr is None else partition_view(state, tp, info)
-        if v is not None and for_metadata and tp.topic in deleting:
-            v = v._replace(leader=LEADER_DURING_DELETE)  # as partition_view(..., for_metadata=True)
-        return v
-
-    for b, tps, new_tps in outbox.leader_and_isr:
+    for b, tps, new_tps in lai:
         broker = brokers.get(b)
         if broker is None:
             continue
@@ -617,7 +642,7 @@ def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox,
         for tp in tps:
             if tp in skip or (only is not None and tp not in only):
                 continue
-            v = view(tp)
+            v = views[tp]
             if v is None:
                 continue
             items.append(v._replace(is_new=True) if tp in new_tps else v)
@@ -626,21 +651,23 @@ def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox,
                 broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
                 partitions=tuple(items), live_leaders=live_brokers))
 
-    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
+    if send_um:
         um = []
         for tp in um_tps:
             if tp in skip or (only is not None and tp not in only):
                 continue
-            v = view(tp, for_metadata=True)
+            v = views[tp]
             if v is not None:
-                um.append(v)
+                # in UpdateMetadata, as partition_view(..., for_metadata=True)
+                um.append(v._replace(leader=LEADER_DURING_DELETE) if tp.topic in deleting else v)
         um_tuple = tuple(um)
-        for b in (sorted(outbox.um_brokers) if um_tuple or only is None else ()):
-            broker = brokers.get(b)
-            if broker is not None:
-                commands.append(C.SendUpdateMetadata(
-                    broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                    partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
+        if um_tuple or only is None:
+            for b in sorted(outbox.um_brokers):
+                broker = brokers.get(b)
+                if broker is not None:
+                    commands.append(C.SendUpdateMetadata(
+                        broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
+                        partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
 
 
 def partitions_led_by(state: ControllerState, broker_id: int) -> tuple[TopicPartition, ...]:

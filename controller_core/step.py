@@ -41,6 +41,8 @@ from .state import ControllerState, PartitionInfo
 
 NOT_CONTROLLER = "NOT_CONTROLLER: this node is not the active controller"
 
+_new = tuple.__new__  # builds a PartitionInfo (a NamedTuple) without a Python-level call
+
 
 def step(state: ControllerState, event) -> tuple[ControllerState, tuple]:
     """Apply one event; return the new state and the commands to execute, in order."""
@@ -112,7 +114,7 @@ def _refresh(d: Draft, states) -> list:
             continue
         cached = info.leader_isr
         if cached is None or (li.zk_version >= cached.zk_version and li != cached):
-            d.put(tp, PartitionInfo(info.assignment, li, info.state, info.replica_states))
+            d.put(tp, _new(PartitionInfo, (info.assignment, li, info.state, info.replica_states)))
             changed.append(tp)
     return changed
 

@@ -52,8 +52,13 @@ from controller_core.step import step
 
 from adapters.runtime import gcpause
 from adapters.journal.writer import JournalError, JournalWriteError, probe_writable
+from adapters.journal.canonical import canonical
 
 log = logging.getLogger("kctl.controller")
+
+_effects_digest = codec.digester(canonical).digest
+"""`codec.digest` of a decision's commands for its "effects" record, with orjson as the JSON
+writer (the same text; about three times faster on a 10,000-partition release)."""
 
 OFFLOAD_PARTITIONS = 2000
 """From this many partitions on, decisions and large encodings run in a worker thread (see the
@@ -398,7 +403,7 @@ class ControllerLoop:
         seq, epoch, at, commands = self._effects.popleft()
         digest = None
         if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
-            digest = await asyncio.to_thread(codec.digest, commands)
+            digest = await asyncio.to_thread(_effects_digest, commands)
         self._append_effects(seq, epoch, at, commands, digest)
 
     async def _write_pending_effects(self) -> None:
@@ -416,7 +421,7 @@ class ControllerLoop:
             return
         try:
             self.journal.append("effects", {"event_seq": seq, "count": len(commands),
-                                            "digest": digest if digest is not None else codec.digest(commands)},
+                                            "digest": digest if digest is not None else _effects_digest(commands)},
                                 controller_epoch=epoch, at=at)
         except JournalWriteError as exc:
             self._journal_failed(exc)

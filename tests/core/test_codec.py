@@ -417,7 +417,72 @@ def test_digest_is_blake2b_128_of_the_canonical_command_list():
 @RELAXED
 @given(st.lists(st.one_of(*(strategy(cls) for cls in C.COMMAND_TYPES)), max_size=5))
 def test_digest_matches_the_reference_for_any_commands(commands):
+    assert codec.reference_digest(commands) == _reference_digest(commands)
     assert digest(commands) == _reference_digest(commands)
+    assert digest(commands) == _reference_digest(commands)  # again, its caches warm
+
+
+_BROKER_POOL = st.lists(strategy(BrokerInfo), min_size=0, max_size=4).map(tuple)
+_VIEW_POOL = st.lists(strategy(PartitionView), min_size=0, max_size=3).map(tuple)
+
+
+@st.composite
+def _request_decisions(draw):
+    """Decisions made only of broker requests (the digest's direct path), their tuples shared
+    between commands as `emit_outbox` shares them, or not; ints sometimes bools."""
+    brokers = draw(st.lists(_BROKER_POOL, min_size=1, max_size=2))
+    views = draw(st.lists(_VIEW_POOL, min_size=1, max_size=2))
+    number = st.one_of(st.integers(-2**40, 2**40), st.booleans()) if draw(st.booleans()) else st.integers(0, 9)
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        ids = dict(broker_id=draw(number), broker_epoch=draw(number), controller_epoch=draw(number))
+        if draw(st.booleans()):
+            out.append(C.SendUpdateMetadata(**ids, partitions=draw(st.sampled_from(views)),
+                                            live_brokers=draw(st.sampled_from(brokers)),
+                                            shutting_down=tuple(draw(st.lists(st.integers(0, 9), max_size=2)))))
+        else:
+            out.append(C.SendLeaderAndIsr(**ids, partitions=draw(st.sampled_from(views)),
+                                          live_leaders=draw(st.sampled_from(brokers))))
+    return out
+
+
+@RELAXED
+@given(st.lists(_request_decisions(), min_size=1, max_size=4))
+def test_digest_of_broker_requests_matches_the_reference(decisions):
+    for commands in decisions:  # one after the other: the broker lists' texts are kept across calls
+        assert digest(commands) == _reference_digest(commands)
+
+
+def test_digest_keeps_broker_texts_by_object_not_by_equality():
+    views = _views(2)
+    one = (BrokerInfo(1, "a", 1, 1),)
+    as_bool = (BrokerInfo(1, "a", True, 1),)  # == one (True == 1), but encodes "port": true
+    assert one == as_bool
+    for brokers in (one, as_bool, one, (BrokerInfo(1, "a", 2, 1),)):
+        cmds = [C.SendUpdateMetadata(broker_id=b, broker_epoch=1, controller_epoch=1, partitions=views,
+                                     live_brokers=brokers) for b in (1, 2)]
+        assert digest(cmds) == _reference_digest(cmds)
+    assert digest([C.SendUpdateMetadata(broker_id=1, broker_epoch=1, controller_epoch=1, partitions=(),
+                                        live_brokers=())]) == _reference_digest(
+        [C.SendUpdateMetadata(broker_id=1, broker_epoch=1, controller_epoch=1, partitions=(), live_brokers=())])
+
+
+def test_a_digester_with_another_json_writer_gives_the_same_digest():
+    calls = []
+
+    def writer(obj):
+        calls.append(obj)
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+    views = _views(20)
+    brokers = (BrokerInfo(1, "a", 1, 1), BrokerInfo(2, "b", 1, 1))
+    cmds = [C.LogStateChanges(cause="x", entries=()),
+            *(C.SendUpdateMetadata(broker_id=b, broker_epoch=1, controller_epoch=1, partitions=views,
+                                   live_brokers=brokers) for b in (1, 2))]
+    other = codec.digester(writer)
+    assert other.digest(cmds) == _reference_digest(cmds)
+    assert other.digest(cmds[1:]) == _reference_digest(cmds[1:])
+    assert calls, "the given writer is used"
 
 
 # --- errors --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ replica states in assignment order), copies only the chunks a change touches, an
 changed through a chain of deltas equals the image built from scratch."""
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -137,3 +138,51 @@ def test_views_built_from_the_columns_are_the_views_of_the_values(parts):
         assert views[tp] == (None if li is None else PartitionView(tp, li.leader, li.leader_epoch, li.isr,
                                                                    li.controller_epoch, li.zk_version, a.replicas,
                                                                    a.adding, a.removing))
+
+
+def _same_columns(a: PartitionImage, b: PartitionImage) -> bool:
+    return (a.width, a.size, a.count, dict(a.odd), a.tp_chunks, dict(a.index)) == \
+        (b.width, b.size, b.count, dict(b.odd), b.tp_chunks, dict(b.index)) and len(a.chunks) == len(b.chunks) and all(
+        x.dtype == y.dtype and np.array_equal(x, y) for ca, cb in zip(a.chunks, b.chunks) for x, y in zip(ca, cb))
+
+
+leader_isrs = st.builds(LeaderIsr, st.sampled_from(BROKERS + [-1]), st.integers(0, 1000),
+                        st.lists(st.sampled_from(BROKERS), max_size=7, unique=True).map(tuple),
+                        st.integers(0, 50), st.integers(-1, 1000)) | st.none()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(tps, infos(), min_size=1, max_size=40), st.data())
+def test_a_leader_and_isr_change_told_what_it_replaces_writes_the_same_columns(parts, data):
+    """`with_changes(changes, before)` (the fast path of leader-and-ISR changes) leaves exactly the
+    columns `with_changes(changes)` does, step after step, `before` kept as a Draft keeps it:
+    values read back from the image, and values given to earlier changes."""
+    image = as_image(pmap(parts))
+    known = {tp: image.get(tp) for tp in data.draw(st.lists(st.sampled_from(sorted(parts)), max_size=10))}
+    for _ in range(data.draw(st.integers(1, 4))):
+        changes = {}
+        for tp in data.draw(st.lists(st.sampled_from(sorted(parts)), min_size=1, max_size=6, unique=True)):
+            current = known[tp] if tp in known else image.get(tp)
+            if current is not None and data.draw(st.integers(0, 4)):
+                changes[tp] = current._replace(leader_isr=data.draw(leader_isrs))  # leader-and-ISR only
+            else:
+                changes[tp] = data.draw(st.none() | infos())
+        fast, plain = image.with_changes(changes, before=known), image.with_changes(changes)
+        assert _same_columns(fast, plain)
+        assert dict(fast.items()) == dict(plain.items())
+        image = plain
+        known.update(changes)
+
+
+def test_a_leader_and_isr_change_copies_only_the_columns_it_changes():
+    parts = {TopicPartition("t", p): PartitionInfo(ReplicaAssignment((1, 2, 3)), LeaderIsr(1, 0, (1, 2, 3), 1, 0),
+                                                    PartitionState.ONLINE) for p in range(2 * CHUNK)}
+    image = as_image(pmap(parts))
+    tp = TopicPartition("t", 3)
+    old = image[tp]
+    changed = image.with_changes({tp: old._replace(leader_isr=LeaderIsr(1, 0, (1, 2), 1, 1))}, before={tp: old})
+    assert changed[tp].leader_isr == LeaderIsr(1, 0, (1, 2), 1, 1) and image[tp] == old
+    chunk, was = changed.chunks[changed.row(tp) // CHUNK], image.chunks[image.row(tp) // CHUNK]
+    fresh = {name for name in chunk._fields if getattr(chunk, name) is not getattr(was, name)}
+    assert fresh == {"isr", "zk_version"}
+    assert changed.chunks[1] is image.chunks[1]

@@ -55,6 +55,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.assignment import assign_replicas_to_brokers, expand_partitions
@@ -267,6 +268,9 @@ class ControllerMachine(RuleBasedStateMachine):
         s1, c1 = step(before, event)
         s2, c2 = step(before, event)
         assert s1 == s2 and c1 == c2, f"step is not deterministic for {event!r}"
+        # the fast digest (its caches warm from earlier steps, c2 of fresh objects) is the reference's
+        assert codec.digest(c1) == codec.reference_digest(c1) == codec.digest(c2), (
+            f"fast digest differs from the reference for {type(event).__name__}")
         was_active = before.active
         deferred = was_active and s1.deferred == before.deferred + (event,) and bool(before.pending)
         if deferred:
