@@ -743,7 +743,7 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
     partitions = partitions or results["partitions"]
     by_size = results["by_partitions"][str(partitions)]
     scenarios = [s for s, modes in by_size["scenarios"].items() if modes]  # a partial run's may be empty
-    fig, axes = plt.subplots(2, len(scenarios), figsize=(4.6 * len(scenarios), 7.5), squeeze=False)
+    fig, axes = plt.subplots(2, len(scenarios), figsize=(max(4.6 * len(scenarios), 7.0), 7.5), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     slow = ("sequential",)
     client_labelled = False
@@ -827,7 +827,7 @@ def scaling_chart(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     scenarios = list(results["by_partitions"][str(results["sizes"][0])]["scenarios"])
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(4.6 * len(scenarios), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(max(4.6 * len(scenarios), 7.0), 4.4), squeeze=False)
     markers = "osD^v<>"
     for col, scenario in enumerate(scenarios):
         ax = axes[0][col]
