@@ -809,11 +809,12 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
         if col == 0:
             top.set_ylabel("ms (phases stacked; they overlap)")
             bottom.set_ylabel("CPU ms from t0 to the end")
-    fig.legend(loc="lower center", ncol=6, fontsize=8, frameon=False)
+    narrow = len(scenarios) < 2  # (one scenario: fewer legend columns, more rows)
+    fig.legend(loc="lower center", ncol=4 if narrow else 6, fontsize=8, frameon=False)
     env = results["environment"]
     fig.suptitle(f"kctl failover, {partitions:,} partitions, median of {results['runs']} runs "
                  f"({env['cpu_count']} cores)")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.11 if narrow else 0.07, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
