@@ -74,6 +74,10 @@ from adapters.zookeeper.values import (
 )
 from adapters.zookeeper.wire import _CLOSE_OPCODE, _INT, _PARSERS, _REPLY_HEADER, _WATCH_XID, _Request
 
+_SPECIAL_OPCODES = {_proto.PING_XID: _proto.PingRequest.opcode}
+"""Requests of a special xid share it: with two pings in flight (a loop that stalled past a
+heartbeat), the first reply takes the xid's opcode and the second must still read as a ping."""
+
 log = logging.getLogger("adapters.zookeeper.session")  # the ZooKeeper client logs under one name: adapters/zookeeper/session.py's
 
 READ_WINDOW = 4096  # pipelined reads in flight
@@ -187,7 +191,7 @@ class _Connection(_AiozkConnection):
         if xid == _WATCH_XID:
             self.watch_handler(_proto.WatchEvent.deserialize(bytes(buf[body:end])))
             return
-        opcode = self.opcode_xref.pop(xid, None)
+        opcode = self.opcode_xref.pop(xid, None) or _SPECIAL_OPCODES.get(xid)
         if err:
             response = _ServerError(err)
         else:
@@ -239,7 +243,7 @@ class _Connection(_AiozkConnection):
             self.zxid_mark.value = zxid
         if xid == _WATCH_XID:
             return xid, zxid, _proto.WatchEvent.deserialize(frame[_REPLY_HEADER.size:])
-        opcode = self.opcode_xref.pop(xid, None)
+        opcode = self.opcode_xref.pop(xid, None) or _SPECIAL_OPCODES.get(xid)
         if err:
             return xid, zxid, _ServerError(err)
         parser = _PARSERS.get(opcode)

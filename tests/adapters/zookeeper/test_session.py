@@ -546,3 +546,13 @@ async def test_a_consumed_notification_is_deleted_only_by_the_current_controller
     assert await zk.delete_as_controller(path, epoch_zk_version=1) is True
     assert await zk.exists(path) is None
     assert await zk.delete_as_controller(path, epoch_zk_version=1) is False  # already gone
+
+
+async def test_pings_in_flight_together_all_read_as_pings(zk, caplog):
+    """Pings share one xid: with several in flight (a loop that stalled past a heartbeat sends
+    another before the first is answered), every reply must read as a ping's, not only the
+    first (the others used to log 'unreadable ZooKeeper reply to opcode None')."""
+    conn = zk._session.conn
+    replies = await asyncio.wait_for(asyncio.gather(*(conn.send(aiozk.protocol.PingRequest()) for _ in range(3))), 10)
+    assert len(replies) == 3
+    assert "unreadable ZooKeeper reply" not in caplog.text
