@@ -20,16 +20,15 @@ state and commands with and without this path.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Collection
 
 import numpy as np
 
-from . import commands as C
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
+from .columns import P_CODE, R_CODE, REPLICA_STATES, _cut
 from .draft import ALL, Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .values import NO_LEADER, NO_ZK_VERSION, LeaderIsr
 
 ENABLED = True
 """Tests switch this off to compare with the scalar path."""
@@ -38,8 +37,6 @@ _ONLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.NEW]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
 _OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
-_new = tuple.__new__
-_Write = C.PartitionWrite
 
 
 def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
@@ -90,19 +87,8 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     written[elect_rows] = True
     shrinks = []
     for b in sorted(dead):
-        idx = np.flatnonzero(present & (replicas == b).any(axis=1) & (f_isr == b).any(axis=1))
-        if not len(idx):
-            continue
-        sub = f_isr[idx]
-        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
-        new_isr_b = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)  # never the last member
-        old = f_leader[idx]
-        new_lead = np.where(old == b, NO_LEADER, old)
-        changed = (new_lead != old) | (new_isr_b != sub).any(axis=1)
-        hit = idx[changed]
-        f_leader[hit] = new_lead[changed]
-        f_isr[hit] = new_isr_b[changed]
-        f_epoch[hit] += 1
+        hit = V.shrink(f_isr, f_leader, f_epoch, b,
+                       np.flatnonzero(present & (replicas == b).any(axis=1) & (f_isr == b).any(axis=1)))
         written[hit] = True
         shrinks.append((b, hit))
 
@@ -121,7 +107,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     is_elected[elect_rows] = True
 
     # -- the request batch: LeaderAndIsr per broker, StopReplica, the state-change log ----------
-    lai_lists: dict[int, list] = {}
+    lai_lists: defaultdict[int, list] = defaultdict(list)
     shapes: dict[tuple, tuple] = {}
     for tp, row in zip(e_tps, replicas[e_rows].tolist()):
         key = tuple(row)
@@ -129,13 +115,9 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         if to is None:
             to = shapes[key] = tuple(r for r in _cut(row) if r in live)
         for b in to:
-            got = lai_lists.get(b)
-            if got is None:
-                lai_lists[b] = [tp]
-            else:
-                got.append(tp)
-    stops: dict[int, list] = {}
-    offline_log: dict[tuple, list] = {}
+            lai_lists[b].append(tp)
+    stops: defaultdict[int, list] = defaultdict(list)
+    offline_log: defaultdict[tuple, list] = defaultdict(list)
     dead_shapes: dict[tuple, tuple] = {}
     for tp, row, codes in zip(t_tps, replicas[t_rows].tolist(), rstate[t_rows].tolist()):
         key = tuple(row)
@@ -145,23 +127,11 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
             plan = dead_shapes[key] = tuple((r, j, tuple(x for x in reps if x != r))
                                             for r, j in sorted((r, j) for j, r in enumerate(reps) if r in dead))
         for r, j, others in plan:
-            got = stops.get(r)
-            if got is None:
-                stops[r] = [tp]
-            else:
-                got.append(tp)
+            stops[r].append(tp)
             for b in others:
-                got = lai_lists.get(b)
-                if got is None:
-                    lai_lists[b] = [tp]
-                else:
-                    got.append(tp)
+                lai_lists[b].append(tp)
             lkey = (codes[j], r)
-            got = offline_log.get(lkey)
-            if got is None:
-                offline_log[lkey] = [tp]
-            else:
-                got.append(tp)
+            offline_log[lkey].append(tp)
 
     lai = d.lai
     for b, tps in lai_lists.items():
@@ -205,20 +175,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
             for r in hit.tolist():
                 acc[r] = acc.get(r, ()) + step_intent
         intents.update(zip(w_tps[len(e_tps):], [acc[r] for r in shrink_rows.tolist()]))
-    expected = image.column("zk_version")[w_rows]
-    stored_version = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
-    w_leader = f_leader[w_rows]
-    w_epoch = f_epoch[w_rows].astype(np.int32)
-    w_isr = f_isr[w_rows]
-    cut_of: dict[tuple, tuple] = {}
-    writes = d.writes
-    for tp, lead, le, row, v, x in zip(w_tps, w_leader.tolist(), w_epoch.tolist(), w_isr.tolist(),
-                                       stored_version.tolist(), expected.tolist()):
-        key = tuple(row)
-        cut = cut_of.get(key)
-        if cut is None:
-            cut = cut_of[key] = _cut(row)
-        writes[tp] = _Write(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
+    written_columns = d.write_rows(w_tps, w_rows, f_leader[w_rows], f_epoch[w_rows], f_isr[w_rows])
 
     if not len(elect_rows):
         d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader moved
@@ -226,14 +183,5 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate[t_rows].copy()
     new_rstate[dead_replica[t_rows]] = _R_OFFLINE
-    d.replace_image(image.with_columns(
-        (w_rows, {
-            "leader": w_leader.astype(np.int32),
-            "leader_epoch": w_epoch,
-            "isr": w_isr,
-            "controller_epoch": np.full(len(w_rows), epoch, np.int32),
-            "zk_version": stored_version,
-        }),
-        (t_rows, {"rstate": new_rstate}),
-    ))
+    d.replace_image(image.with_columns((w_rows, written_columns), (t_rows, {"rstate": new_rstate})))
     return True

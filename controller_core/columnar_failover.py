@@ -23,16 +23,15 @@ the same state and commands with and without this path.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from itertools import compress
 
 import numpy as np
 
 from . import vector_election as V
-from . import commands as C
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .values import NO_LEADER, NO_ZK_VERSION, LeaderIsr
 
 ENABLED = True
 """Tests switch this off to compare with the walk of `failover.on_elected`."""
@@ -41,7 +40,6 @@ _ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
 _OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
-_new = tuple.__new__
 
 
 def start_machines(d: Draft) -> bool:
@@ -82,29 +80,14 @@ def start_machines(d: Draft) -> bool:
     leader_epoch = image.column("leader_epoch")[rows].astype(np.int64)
     isr = isr.copy()
     written = np.zeros(n, bool)
-    intents: list[list | None] = [None] * n
+    intents: defaultdict[int, list] = defaultdict(list)  # row -> the intents of its write
     dead = sorted(set(replicas[dead_at].tolist()))
     for b in dead:
-        idx = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1))
-        if not len(idx):
-            continue
-        sub = isr[idx]
-        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
-        new_isr = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)  # never the last member
-        old = leader[idx]
-        new_lead = np.where(old == b, NO_LEADER, old)
-        changed = (new_lead != old) | (new_isr != sub).any(axis=1)
-        hit = idx[changed]
-        leader[hit] = new_lead[changed]
-        isr[hit] = new_isr[changed]
-        leader_epoch[hit] += 1
+        holding = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1))
+        hit = V.shrink(isr, leader, leader_epoch, b, holding)
         written[hit] = True
         for k in hit.tolist():
-            got = intents[k]
-            if got is None:
-                intents[k] = [("shrink", b)]
-            else:
-                got.append(("shrink", b))
+            intents[k].append(("shrink", b))
     elect = np.flatnonzero(pstate == _OFFLINE)
     ok, new_leader, new_isr, _ = V.offline(replicas[elect], isr[elect], live, np.zeros(len(elect), bool))
     if not ok.all():
@@ -114,11 +97,7 @@ def start_machines(d: Draft) -> bool:
     leader_epoch[elect] += 1
     written[elect] = True
     for k in elect.tolist():
-        got = intents[k]
-        if got is None:
-            intents[k] = [_ELECT]
-        else:
-            got.append(_ELECT)
+        intents[k].append(_ELECT)
 
     # -- the request batch, in the walk's order ---------------------------------------------------
     # (a) every partition's live replicas are told its state; (b) each dead replica is stopped,
@@ -131,9 +110,9 @@ def start_machines(d: Draft) -> bool:
         if b in live:
             i = int(hit.argmax())
             firsts.append(((0, i, int(at[i].argmax())), b, hit))
-    lai_extra: dict[int, list] = {}
-    stops: dict[int, list] = {}
-    offline_log: dict[tuple, list] = {}
+    lai_extra: defaultdict[int, list] = defaultdict(list)
+    stops: defaultdict[int, list] = defaultdict(list)
+    offline_log: defaultdict[tuple, list] = defaultdict(list)
     rstate = image.column("rstate")[rows]
     dead_rows = np.flatnonzero(dead_at.any(axis=1))
     shapes: dict[tuple, tuple] = {}
@@ -146,23 +125,11 @@ def start_machines(d: Draft) -> bool:
             plan = shapes[key] = tuple((r, j, tuple(x for x in reps if x != r and x not in live))
                                        for r, j in sorted((r, j) for j, r in enumerate(reps) if r not in live))
         for r, j, dead_others in plan:
-            got = stops.get(r)
-            if got is None:
-                stops[r] = [tp]
-            else:
-                got.append(tp)
+            stops[r].append(tp)
             for b in dead_others:
-                got = lai_extra.get(b)
-                if got is None:
-                    lai_extra[b] = [tp]
-                else:
-                    got.append(tp)
+                lai_extra[b].append(tp)
             lkey = (codes[j], r)
-            got = offline_log.get(lkey)
-            if got is None:
-                offline_log[lkey] = [tp]
-            else:
-                got.append(tp)
+            offline_log[lkey].append(tp)
     lai = d.lai
     for _, b, hit in sorted(firsts, key=lambda f: f[0]):
         lai[b] = dict.fromkeys(compress(tps, hit.tolist()), False)
@@ -186,34 +153,15 @@ def start_machines(d: Draft) -> bool:
     elected_only = [k for k in elect.tolist() if intents[k][0] == _ELECT]
     w_order = np.array(shrink_first + elected_only, np.intp)
     w_rows = rows[w_order]
-    expected = image.column("zk_version")[w_rows]
-    stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
-    w_leader = leader[w_order].astype(np.int32)
-    w_epoch = leader_epoch[w_order].astype(np.int32)
-    w_isr = isr[w_order]
-    writes = d.writes
-    cut_of: dict[tuple, tuple] = {}
-    for k, lead, le, row, v, x in zip(w_order.tolist(), w_leader.tolist(), w_epoch.tolist(), w_isr.tolist(),
-                                      stored.tolist(), expected.tolist()):
-        key = tuple(row)
-        cut = cut_of.get(key)
-        if cut is None:
-            cut = cut_of[key] = _cut(row)
-        tp = tps[k]
-        writes[tp] = C.PartitionWrite(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
-        d.intents[tp] = tuple(intents[k])
+    w_tps = [tps[k] for k in w_order.tolist()]
+    d.intents.update(zip(w_tps, (tuple(intents[k]) for k in w_order.tolist())))
+    written_columns = d.write_rows(w_tps, w_rows, leader[w_order], leader_epoch[w_order], isr[w_order])
 
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate[dead_rows].copy()
     new_rstate[dead_at[dead_rows]] = _R_OFFLINE
     d.replace_image(image.with_columns(
-        (w_rows, {
-            "leader": w_leader,
-            "leader_epoch": w_epoch,
-            "isr": w_isr,
-            "controller_epoch": np.full(len(w_rows), epoch, np.int32),
-            "zk_version": stored,
-        }),
+        (w_rows, written_columns),
         (rows[elect], {"pstate": np.full(len(elect), _ONLINE, np.int8)}),
         (rows[dead_rows], {"rstate": new_rstate}),
     ))

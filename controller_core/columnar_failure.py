@@ -22,7 +22,7 @@ import numpy as np
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, PartitionImage
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .values import NO_LEADER, NO_ZK_VERSION
+from .values import NO_ZK_VERSION
 
 
 class FailureWrites(NamedTuple):
@@ -103,20 +103,7 @@ def decide(image: PartitionImage, dead: Collection[int], live: Collection[int], 
     can_go_offline = np.isin(rstate, _OFFLINE_FROM)
     for b in sorted(dead):
         rows = active & ((replicas == b) & can_go_offline).any(axis=1) & has & ~(cepoch > epoch)
-        idx = np.flatnonzero(rows & (isr == b).any(axis=1))
-        if not len(idx):
-            continue
-        sub = isr[idx]
-        size = (sub != PAD).sum(axis=1)
-        shrunk = V.pack(sub, (sub != PAD) & (sub != b))
-        new_isr_b = np.where((size == 1)[:, None], sub, shrunk)
-        old_leader = leader[idx]
-        new_leader_b = np.where(old_leader == b, NO_LEADER, old_leader)
-        changed = (new_leader_b != old_leader) | (new_isr_b != sub).any(axis=1)
-        hit = idx[changed]
-        leader[hit] = new_leader_b[changed]
-        isr[hit] = new_isr_b[changed]
-        leader_epoch[hit] += 1
+        hit = V.shrink(isr, leader, leader_epoch, b, np.flatnonzero(rows & (isr == b).any(axis=1)))
         cepoch[hit] = epoch
         written[hit] = True
 

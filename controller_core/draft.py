@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from . import commands as C
-from .columns import PAD
+from .columns import PAD, _cut
 from .partition_views import ImageRows
 from .machines import (
     PartitionState,
@@ -348,6 +348,30 @@ class Draft:
         self.writes[tp] = C.PartitionWrite(tp, stored, expected)
         self.put(tp, _new(PartitionInfo, (info.assignment, stored, state if state is not None else info.state,
                                           info.replica_states)))
+
+    def write_rows(self, tps: list, rows: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray,
+                   isr: np.ndarray) -> dict:
+        """`write_change` for many partitions at once, from columns aligned with `rows` (the
+        image's row of each of `tps`, in write order): each write expects the version the image
+        holds and stores this controller's epoch. The whole-cluster decisions call it before
+        `replace_image`, with no other write of these partitions in the step; returns the
+        columns to write into the image for `rows`."""
+        expected = self._image.column("zk_version")[rows]
+        stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
+        leader = leader.astype(np.int32)
+        leader_epoch = leader_epoch.astype(np.int32)
+        epoch = self.epoch
+        writes = self.writes
+        cut_of: dict[tuple, tuple] = {}
+        for tp, lead, le, members, v, x in zip(tps, leader.tolist(), leader_epoch.tolist(), isr.tolist(),
+                                               stored.tolist(), expected.tolist()):
+            key = tuple(members)
+            cut = cut_of.get(key)
+            if cut is None:
+                cut = cut_of[key] = _cut(members)
+            writes[tp] = C.PartitionWrite(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
+        return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr,
+                "controller_epoch": np.full(len(rows), epoch, np.int32), "zk_version": stored}
 
     # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
 

@@ -18,6 +18,7 @@ from typing import Collection
 import numpy as np
 
 from .columns import PAD
+from .values import NO_LEADER
 
 
 def _as_ids(brokers: Collection[int]) -> np.ndarray:
@@ -101,6 +102,25 @@ def preferred(replicas: np.ndarray, isr: np.ndarray, live: Collection[int]):
     ok = (member(head, live) & contained(head, isr))[:, 0] if replicas.shape[1] else np.zeros(len(replicas), bool)
     leader = np.where(ok, head[:, 0] if replicas.shape[1] else PAD, PAD).astype(np.int32)
     return ok, leader, np.where(ok[:, None], isr, PAD).astype(np.int32)
+
+
+def shrink(isr: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray, broker: int, idx: np.ndarray) -> np.ndarray:
+    """`replicas.shrink_isr` of `broker` (a dead replica) for the rows `idx`, in place: it leaves
+    the ISR unless it is the last member, a partition it led has no leader, and a change bumps
+    the leader epoch once. Returns the rows that changed."""
+    if not len(idx):
+        return idx
+    sub = isr[idx]
+    shrunk = pack(sub, (sub != PAD) & (sub != broker))
+    new_isr = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)
+    old = leader[idx]
+    new_leader = np.where(old == broker, NO_LEADER, old)
+    changed = (new_leader != old) | (new_isr != sub).any(axis=1)
+    hit = idx[changed]
+    leader[hit] = new_leader[changed]
+    isr[hit] = new_isr[changed]
+    leader_epoch[hit] += 1
+    return hit
 
 
 def row(matrix: np.ndarray, i: int) -> tuple[int, ...]:
