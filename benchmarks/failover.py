@@ -70,6 +70,7 @@ from adapters.node import ClusterNode, NodeConfig
 from adapters.zookeeper.session import ZkSession, force_expire
 from controller_core import commands as C
 from controller_core import events as E
+from controller_core.columns import PAD
 from controller_core.values import ReplicaAssignment
 from adapters.sim.cluster import LocalCluster
 from adapters.zookeeper.server import EmbeddedZooKeeper
@@ -250,16 +251,10 @@ class BenchCluster:
         ctrl = self.controller()
         if ctrl is None:
             return False
-        led = full = 0
-        for info in ctrl.loop.state.partitions.values():
-            li = info.leader_isr
-            if li is not None and li.leader == VICTIM:
-                led += 1
-                if len(li.isr) == 3:
-                    full += 1
+        led_full, _ = _isr_counts(ctrl.loop.state.partitions)
         if progress is not None:
-            progress.update(task, completed=full)
-        return (full == self.partitions and not ctrl.loop.state.pending and ctrl.loop.queue.empty()
+            progress.update(task, completed=led_full)
+        return (led_full == self.partitions and not ctrl.loop.state.pending and ctrl.loop.queue.empty()
                 and all(n == 0 for n in ctrl.senders.queue_sizes().values()))
 
     async def restore(self, admin: ZkSession, prepare: bool = True) -> None:
@@ -307,8 +302,7 @@ class BenchCluster:
 
     def _isrs_full(self) -> bool:
         ctrl = self.controller()
-        return ctrl is not None and all(info.leader_isr is not None and len(info.leader_isr.isr) == 3
-                                        for info in ctrl.loop.state.partitions.values())
+        return ctrl is not None and _isr_counts(ctrl.loop.state.partitions)[1] == len(ctrl.loop.state.partitions)
 
     async def start_client(self, admin: ZkSession, interval_ms: float) -> None:
         """A stock client polling broker CLIENT_BROKER's metadata, in its own process
@@ -337,6 +331,15 @@ class BenchCluster:
                 await node.close()
             elif node.zk is not None:
                 await node.zk.close()
+
+
+def _isr_counts(image) -> tuple[int, int]:
+    """(partitions led by the victim with a full ISR, partitions with a full ISR), read from the
+    controller's columns: the harness polls this every 50 ms while it waits, and a walk over
+    100,000 partition values would take the measured process's loop for a good part of that."""
+    present = image.column("present") & image.column("has_state")
+    full = present & ((image.column("isr") != PAD).sum(axis=1) == 3)
+    return int((full & (image.column("leader") == VICTIM)).sum()), int(full.sum())
 
 
 PREFERRED_BATCH = 10_000
@@ -431,8 +434,11 @@ async def run_controller_failover(cluster: BenchCluster) -> dict:
 
 def _moved_off(ctrl: ClusterNode, broker: int) -> bool:
     # the cheap test first: this runs on the measured process's loop after each acknowledgement
-    return not ctrl.loop.state.pending \
-        and all(info.leader_isr.leader != broker for info in ctrl.loop.state.partitions.values())
+    if ctrl.loop.state.pending:
+        return False
+    image = ctrl.loop.state.partitions
+    led = image.column("present") & image.column("has_state") & (image.column("leader") == broker)
+    return not led.any()
 
 
 async def _until_acked(cluster: BenchCluster, cls, api: str, brokers, condition, decided_by=None) -> float:
@@ -639,7 +645,7 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
                            client_broker=client_measured(args))
     probe.meter = CpuMeter(lambda: {"controller_process": [os.getpid()], "zookeeper": zk_pids(),
                                     "brokers": [n.pid for n in cluster.processes.nodes.values() if n.running()]})
-    admin = await ZkSession.connect(chroot_connect)
+    admin = await ZkSession.connect(chroot_connect, session_timeout_ms=int(NODE_SETTINGS["zookeeper.session.timeout.ms"]))
     samples = []
     unprepared = None
     try:
