@@ -2,7 +2,7 @@
 onBrokerStartup, onBrokerFailure, onReplicasBecomeOffline), on a Draft."""
 from __future__ import annotations
 
-from . import columnar_brokers, deletion
+from . import columnar_brokers, columnar_startup, deletion
 from . import partitions as P
 from . import reassignment
 from . import replicas as R
@@ -59,8 +59,11 @@ def _remove(d: Draft, ids: list[int]) -> None:
 def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
     # existing brokers learn about the new ones, new ones learn everything
     d.send_update_metadata_to_all(ALL)
-    on_replicas = R.replicas_on(d, new)
-    R.move(d, on_replicas, ReplicaState.ONLINE)
+    if columnar_startup.replicas_online(d, new):  # the same transitions over the columns (common case)
+        on_replicas = ()  # (only when no topic is queued for deletion: nothing to resume below)
+    else:
+        on_replicas = R.replicas_on(d, new)
+        R.move(d, on_replicas, ReplicaState.ONLINE)
     P.trigger_online_state_change(d)
     for tp in sorted(d.reassigning):
         info = d.info(tp)

@@ -1,0 +1,99 @@
+"""A broker startup's replica transitions decided over the columns of the partition image.
+
+`brokers.on_broker_startup` (Kafka's onBrokerStartup) moves every replica hosted by the new
+brokers to OnlineReplica; each such replica of a partition with a leader-and-ISR is sent a
+LeaderAndIsr for it (Kafka's ZkReplicaStateMachine: Offline -> Online). The rule is
+`replicas.move(d, replicas_on(d, new), ONLINE)`, which stays the specification. When a broker
+hosting 100,000 replicas comes back, that walk builds one `PartitionInfo` per partition twice
+and costs seconds; here the same decision is a mask over the replica matrix, the request batch
+and state-change log filled per broker in the rule's order (sorted partitions, then replica),
+and one column write.
+
+The common case only: every replica concerned is in a state that may go Online and is not New
+(New -> Online may repair an assignment and sends nothing), and no topic is queued for
+deletion. Otherwise False, with the draft untouched, and the caller walks the rule.
+tests/core/test_columnar_startup.py checks `step()` gives the same state and commands both ways.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Collection
+
+import numpy as np
+
+from . import vector_election as V
+from .columns import R_CODE, REPLICA_STATES, _cut
+from .draft import Draft
+from .machines import REPLICA_VALID_PREVIOUS, ReplicaState
+
+ENABLED = True
+"""Tests switch this off to compare with the scalar path."""
+
+_ONLINE = ReplicaState.ONLINE
+_R_ONLINE = R_CODE[_ONLINE]
+_ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE] if s is not ReplicaState.NEW),
+                        np.int8)
+
+
+def replicas_online(d: Draft, new: Collection[int]) -> bool:
+    """`replicas.move(d, replicas_on(d, new), ONLINE)` for the common case (see the module
+    docstring); False, with the draft untouched, if not."""
+    if not ENABLED or d.topics_to_delete:
+        return False
+    image = d.partitions
+    if image.odd:
+        return False
+    if not image.count:
+        return True  # no partition: no replica to move
+    present = image.column("present")
+    replicas = image.column("replicas")
+    on = V.member(replicas, new) & present[:, None]
+    rows = np.flatnonzero(on.any(axis=1))
+    if not len(rows):
+        return True
+    rstate = image.column("rstate")
+    if not np.isin(rstate[rows][on[rows]], _ONLINE_FROM).all():
+        return False
+
+    # the rule's order: (partition, replica) pairs sorted
+    tps = image.tps(rows)
+    order = sorted(range(len(tps)), key=tps.__getitem__)
+    tps = [tps[k] for k in order]
+    rows = rows[np.array(order, np.intp)]
+    has = image.column("has_state")[rows].tolist()
+    lai_lists: defaultdict[int, list] = defaultdict(list)
+    log: dict[tuple, list] = {}
+    plans: dict[tuple, tuple] = {}
+    for tp, row, codes, with_state in zip(tps, replicas[rows].tolist(), rstate[rows].tolist(), has):
+        key = (tuple(row), tuple(codes))
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = tuple(sorted((r, codes[j]) for j, r in enumerate(_cut(row)) if r in new))
+        for r, code in plan:
+            if with_state:
+                lai_lists[r].append(tp)
+            group = log.get((code, r))
+            if group is None:
+                log[(code, r)] = [tp]
+            else:
+                group.append(tp)
+
+    lai = d.lai
+    for b, b_tps in lai_lists.items():
+        per = lai.get(b)
+        if per is None:
+            lai[b] = dict.fromkeys(b_tps, False)
+        else:
+            for tp in b_tps:
+                if tp not in per:
+                    per[tp] = False
+    if lai_lists:
+        d.um_everyone = True
+        if not d.um_all:
+            d.um_tps.update(dict.fromkeys(tp for tp, with_state in zip(tps, has) if with_state))
+    for (code, r), r_tps in log.items():
+        d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)
+    new_rstate = rstate[rows].copy()
+    new_rstate[on[rows]] = _R_ONLINE
+    d.replace_image(image.with_columns((rows, {"rstate": new_rstate})))
+    return True

@@ -1,0 +1,88 @@
+"""A broker startup decided over the columns (columnar_startup.replicas_online) gives exactly the
+state and the commands of the rule (replicas.move of every replica on the new brokers to
+OnlineReplica), digest included, on random clusters: brokers coming back to a cluster that
+elected without them, with or without another broker failing in the same change, partitions
+without a state, leaderless ones, topics queued for deletion (where the rule decides)."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller_core import columnar_startup
+from controller_core import events as E
+from controller_core.state import ControllerConfig
+from controller_core.step import step
+
+from .builders import AT, broker, elected
+from .test_columnar_brokers import assert_same
+from .test_columnar_failure import BROKERS, clusters
+
+
+@st.composite
+def comebacks(draw):
+    """A cluster elected while `joining` were down; the change brings them back, and with
+    `also_dying`, takes others away in the same listing."""
+    topics, states, configs, alive, dying, unclean = draw(clusters())
+    joining = dying
+    up = [b for b in alive if b not in joining]
+    also_dying = draw(st.lists(st.sampled_from(up), max_size=len(up) - 1, unique=True)) if draw(st.booleans()) else []
+    to_delete = draw(st.lists(st.sampled_from(sorted(topics)), max_size=1, unique=True))
+    return topics, states, configs, up, joining, sorted(also_dying), unclean, to_delete
+
+
+def both_ways(case):
+    topics, states, configs, up, joining, also_dying, unclean, to_delete = case
+    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=unclean)
+    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
+                       topics_to_delete=frozenset(to_delete))
+    if state.pending or state.rechecking or not state.active:
+        return None
+    listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
+    event = E.BrokersChanged(at=AT, brokers=listing)
+    taken = []
+    real = columnar_startup.replicas_online
+
+    def spy(d, new):
+        taken.append(real(d, new))
+        return taken[-1]
+
+    columnar_startup.replicas_online = spy
+    try:
+        fast = step(state, event)
+    finally:
+        columnar_startup.replicas_online = real
+    columnar_startup.ENABLED = False
+    try:
+        slow = step(state, event)
+    finally:
+        columnar_startup.ENABLED = True
+    return fast, slow, taken
+
+
+@settings(max_examples=200, deadline=None)
+@given(comebacks())
+def test_brokers_coming_back_get_the_commands_and_state_of_the_rule(case):
+    out = both_ways(case)
+    if out is None:
+        return
+    fast, slow, _ = out
+    assert_same(fast, slow)
+
+
+def test_a_healthy_comeback_is_decided_over_the_columns():
+    topics = {"a": [[1, 2, 3], [2, 3, 1], [3, 1, 2]], "b": [[1, 2], [2, 1]]}
+    from controller_core.values import LeaderIsr
+    from .builders import tp
+    states = {tp("a", 0): LeaderIsr(2, 1, (2, 3), 1, 0), tp("a", 1): LeaderIsr(2, 1, (2, 3), 1, 0),
+              tp("a", 2): LeaderIsr(3, 1, (3, 2), 1, 0), tp("b", 0): LeaderIsr(2, 1, (2,), 1, 0),
+              tp("b", 1): LeaderIsr(2, 1, (2,), 1, 0)}
+    out = both_ways((topics, states, (), [2, 3], [1], [], False, []))
+    assert out is not None
+    fast, slow, taken = out
+    assert taken == [True]
+    assert_same(fast, slow)
+    commands = fast[1]
+    lai = [c for c in commands if type(c).__name__ == "SendLeaderAndIsr" and c.broker_id == 1]
+    assert lai and sorted((p.tp.topic, p.tp.partition) for p in lai[0].partitions) == [
+        ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
