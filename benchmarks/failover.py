@@ -72,6 +72,7 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.columns import PAD
 from controller_core.values import ReplicaAssignment
+from adapters.runtime.stalls import StallWatch
 from adapters.sim.cluster import LocalCluster
 from adapters.zookeeper.server import EmbeddedZooKeeper
 from rich.console import Console
@@ -79,11 +80,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 import logging
 
+bench_log = logging.getLogger("kctl.bench")
+
 SCENARIOS = ("broker-failure", "controlled-shutdown", "controller-failover")
 CLUSTER_MODES = ("batched", "sequential", "kafka-2.4")  # the controller, with adapters/controller/zkpattern.py's patterns
 FLOOR_MODES = ("zk-floor", "java-floor", "aiozk-reference")  # benchmarks/floors.py
 MODES = CLUSTER_MODES + FLOOR_MODES
 PREPARE_SLEEP_S = 0.5
+STALL_S = 3.0
+"""A stretch this long without the benchmark's loop turning is logged with its stack
+(adapters/runtime/stalls.py): a sixth of the sessions' timeout."""
 PHASES = ("watch_delivery", "queue", "step", "journal", "zk_writes", "broker_round_trip", "other")
 BROKERS = (1, 2, 3, 4, 5)
 VICTIM = 1
@@ -298,7 +304,9 @@ class BenchCluster:
                 continue
         if prepare:
             await asyncio.sleep(PREPARE_SLEEP_S)
+            t = time.perf_counter()
             gc.collect()
+            bench_log.info("prepared: full collection in %.2f s", time.perf_counter() - t)
 
     def _isrs_full(self) -> bool:
         ctrl = self.controller()
@@ -534,6 +542,9 @@ async def run(args, console) -> dict:
 
 
     base = Path(tempfile.mkdtemp(prefix="kctl-bench-"))
+    # the in-process nodes' sessions live on this loop: say in nodes.log what held it, if anything
+    stalls = StallWatch(threshold=STALL_S)
+    stalls.start()
     server = None
     connect = args.zookeeper
     if not connect:
@@ -610,6 +621,9 @@ async def run(args, console) -> dict:
                         by_size["ratios"] = ratios(by_size)
                         _save_partial(results, args.out)
     finally:
+        stalls.stop()
+        results["environment"]["loop_stalls"] = {"threshold_s": STALL_S, "count": len(stalls.stalls),
+                                                 "longest_s": round(max(stalls.stalls, default=0.0), 1)}
         if server is not None:
             server.stop()
         if args.keep:
