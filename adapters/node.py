@@ -649,6 +649,7 @@ class ClusterNode:
     async def crash(self) -> None:
         """Stop everything at once, as a killed process would, but leave the ZooKeeper session
         to be expired from outside (benchmarks: `force_expire` marks t0)."""
+        self.loop.killed = True  # a killed process writes no more journal records
         await self._teardown(clean=False)
 
     async def close(self) -> None:
