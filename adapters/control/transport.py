@@ -514,6 +514,19 @@ class ControlClient:
 # the controller's per-broker sender
 
 
+class OffLoop:
+    """A lazy request body large enough to encode in a worker thread (the controller's senders
+    mark LeaderAndIsr / UpdateMetadata of thousands of partitions). Encoding 100,000 partition
+    states takes seconds; on the loop it would hold the ZooKeeper session's heartbeats and every
+    other broker's queue for as long. The command is an immutable value, so the thread shares
+    nothing that changes."""
+
+    __slots__ = ("encode",)
+
+    def __init__(self, encode: Callable[[], Any]):
+        self.encode = encode
+
+
 class _Item:
     __slots__ = ("api", "body", "tag", "queued_at")
 
@@ -669,7 +682,9 @@ class BrokerSendQueue:
 
     async def _deliver(self, item: _Item) -> dict | None:
         """Send `item` until it is acknowledged and return the response body (None: stopped)."""
-        if callable(item.body):  # a lazy body (adapters/controller/senders.py): encoded when its turn comes
+        if isinstance(item.body, OffLoop):
+            item.body = await asyncio.to_thread(item.body.encode)
+        elif callable(item.body):  # a lazy body (adapters/controller/senders.py): encoded when its turn comes
             item.body = item.body()
         if not isinstance(item.body, EncodedBody):  # encode once, however many attempts it takes
             item.body = await encode_body_async(item.body, compress_threshold=self._compress_threshold)

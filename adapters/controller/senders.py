@@ -9,6 +9,7 @@ Answers come back to the controller loop as events.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Callable
 
@@ -17,8 +18,12 @@ from controller_core import events as E
 from controller_core.values import BrokerInfo
 
 from adapters.control import requests as Q
-from adapters.control.transport import BrokerSendQueue
+from adapters.control.transport import BrokerSendQueue, OffLoop
 from adapters.observability.metrics import Window
+
+OFF_LOOP_PARTITIONS = 2000
+"""Requests of this many partitions are encoded in a worker thread (`OffLoop`); smaller ones on
+the loop, where a thread hand-off would cost more than the encoding."""
 
 log = logging.getLogger("kctl.senders")
 
@@ -78,19 +83,24 @@ class Senders:
         has a few MB to encode). The UpdateMetadata states shared by every broker are encoded
         once, by the first queue that needs them."""
         shared_um: dict[int, bytes] = {}
+        shared_lock = threading.Lock()  # large bodies are encoded in worker threads (OffLoop)
         controller_id = self.controller_id
 
+        def lazy(c, encode):
+            return OffLoop(encode) if len(c.partitions) >= OFF_LOOP_PARTITIONS else encode
+
         def lai(c):
-            return lambda: Q.leader_and_isr_encoded(c, controller_id)
+            return lazy(c, lambda: Q.leader_and_isr_encoded(c, controller_id))
 
         def um(c):
             def encode():
-                states = shared_um.get(id(c.partitions))
-                if states is None:
-                    states = shared_um[id(c.partitions)] = Q.states_json(c.partitions)
+                with shared_lock:  # the first queue encodes the shared states, the others wait for them
+                    states = shared_um.get(id(c.partitions))
+                    if states is None:
+                        states = shared_um[id(c.partitions)] = Q.states_json(c.partitions)
                 offline = offline_replicas.get(id(c.partitions)) if offline_replicas else None
                 return Q.update_metadata_encoded(c, controller_id, states, offline)
-            return encode
+            return lazy(c, encode)
 
         for c in commands:
             entry = self.queues.get(c.broker_id)

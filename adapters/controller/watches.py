@@ -42,6 +42,26 @@ to the core), must never reach the controller."""
 
 UNCLEAN_KEY = "unclean.leader.election.enable"
 
+DECODE_OFF_LOOP = 2000
+"""State znodes read at once from which they are parsed in a worker thread."""
+
+
+def _decode_states(tps, paths, values, missing: list | None) -> tuple:
+    out = []
+    for tp, path in zip(tps, paths):
+        value = values.get(path)
+        li = None
+        if value is None:
+            if missing is not None:
+                missing.append(tp)
+        else:
+            try:
+                li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
+            except zkdata.ZnodeFormatError as exc:
+                log.error("unreadable state of %s: %s", tp, exc)
+        out.append((tp, li))
+    return tuple(out)
+
 
 def broker_id_of(name: str) -> int | None:
     """The broker id a `/brokers/ids` child name stands for, or None if it is not one."""
@@ -438,20 +458,11 @@ class ControllerWatches:
                    for p in sorted(parts)]
         paths = [zkpaths.partition_state(tp.topic, tp.partition) for tp in tps]
         values = await self.read_many(paths)
-        out = []
-        for tp, path in zip(tps, paths):
-            value = values.get(path)
-            li = None
-            if value is None:
-                if missing is not None:
-                    missing.append(tp)
-            else:
-                try:
-                    li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
-                except zkdata.ZnodeFormatError as exc:
-                    log.error("unreadable state of %s: %s", tp, exc)
-            out.append((tp, li))
-        return tuple(out)
+        if len(paths) >= DECODE_OFF_LOOP:
+            # 100,000 state znodes take seconds to parse: in a worker thread, so that the loop
+            # keeps the session's heartbeats going meanwhile (the watches wait for the result)
+            return await asyncio.to_thread(_decode_states, tps, paths, values, missing)
+        return _decode_states(tps, paths, values, missing)
 
     def _snapshot(self, states) -> E.ClusterSnapshot:
         topics, malformed = [], []

@@ -408,3 +408,32 @@ async def test_stop_while_retrying_ends_the_queue_promptly():
     await asyncio.wait_for(queue.wait_stopped(), 1)
     assert task.done() and task.exception() is None
     assert acks.calls == []
+
+
+async def test_an_off_loop_body_is_encoded_in_a_worker_thread_and_delivered_in_order(recorder):
+    """Large lazy bodies (OffLoop) are encoded off the loop; plain lazy ones on it; order kept."""
+    import threading
+    from adapters.control.transport import OffLoop
+
+    encoded_on = {}
+
+    def encoder(name):
+        def encode():
+            encoded_on[name] = threading.get_ident()
+            return {"i": name}
+        return encode
+
+    port = free_port()
+    acks = Acks()
+    queue = BrokerSendQueue(2, HOST, port, on_response=acks, backoff=(0.01, 0.05))
+    queue.put("LeaderAndIsr", OffLoop(encoder("big")), tag="big")
+    queue.put("UpdateMetadata", encoder("small"), tag="small")
+    queue.start()
+    async with ControlServer(HOST, port, recorder):
+        await until(lambda: len(acks.calls) == 2)
+    assert acks.tags == ["big", "small"]
+    assert [f.body["i"] for f in recorder.frames] == ["big", "small"]
+    assert encoded_on["small"] == threading.get_ident()
+    assert encoded_on["big"] != threading.get_ident()
+    queue.stop()
+    await queue.wait_stopped()
