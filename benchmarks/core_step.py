@@ -5,6 +5,11 @@
 - broker failure: `step()` on BrokersChanged for a cluster of 10,000 partitions (RF 3, 5 brokers)
   all led by the failed broker, plus the write outcome that releases the requests; the same at
   100,000 partitions (`broker_failure_100k`);
+- controlled shutdown: `step()` on ControlledShutdownRequested of broker 1 in a cluster of
+  10,000 partitions (RF 3, 5 brokers, leaders rotating: it leads a fifth of them and follows two
+  fifths), plus the write outcome that releases the requests and the reply; the same at 100,000
+  partitions (`controlled_shutdown_100k`). `--scalar-shutdown` switches the columnar path off
+  (`controller_core/columnar_shutdown.py`), which gives the walk of the base code;
 - failover load: `step()` on ControllerElected from a snapshot of 10,000 and 100,000
   partitions (`failover_load`, `ms_10k` / `ms_100k`): what a new controller spends loading;
 - ISR change: `step()` on one PartitionStatesObserved in a cluster of 100,000 partitions, and
@@ -83,6 +88,21 @@ def bench_broker_failure(runs: int, partitions: int = 10_000) -> dict:
                                        versions=tuple((w.tp, w.leader_isr.zk_version) for w in write.writes))
     release = time_ms(lambda: step(after, outcome), runs)
     return {"partitions": partitions, "writes": len(write.writes), "decide_ms": statistics.median(decide),
+            "release_ms": statistics.median(release),
+            "total_ms": statistics.median(decide) + statistics.median(release), "runs": runs}
+
+
+def bench_controlled_shutdown(runs: int, partitions: int = 10_000) -> dict:
+    state = cluster(partitions, leader=None)
+    tune_gc()
+    event = E.ControlledShutdownRequested(at=AT, request_id=1, broker_id=1, broker_epoch=state.brokers[1].epoch)
+    decide = time_ms(lambda: step(state, event), runs)
+    after, commands = step(state, event)
+    write = next(c for c in commands if type(c).__name__ == "WritePartitionStates")
+    outcome = E.PartitionStatesWritten(at=AT, write_id=write.write_id)
+    release = time_ms(lambda: step(after, outcome), runs)
+    led = sum(1 for w in write.writes if w.leader_isr.leader != 1 and state.partition(w.tp).leader_isr.leader == 1)
+    return {"partitions": partitions, "led": led, "writes": len(write.writes), "decide_ms": statistics.median(decide),
             "release_ms": statistics.median(release),
             "total_ms": statistics.median(decide) + statistics.median(release), "runs": runs}
 
@@ -224,9 +244,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--scalar-shutdown", action="store_true",
+                    help="decide controlled shutdowns by the scalar walk (the columnar path switched off)")
     args = ap.parse_args(argv)
+    if args.scalar_shutdown:
+        from controller_core import columnar_shutdown
+        columnar_shutdown.ENABLED = False
     results = {"broker_failure": bench_broker_failure(args.runs),
                "broker_failure_100k": bench_broker_failure(max(1, min(args.runs, 3)), 100_000),
+               "controlled_shutdown": bench_controlled_shutdown(args.runs),
+               "controlled_shutdown_100k": bench_controlled_shutdown(max(1, min(args.runs, 3)), 100_000),
                "failover_load": bench_failover_load(args.runs),
                "isr_change": bench_isr_change(args.runs),
                "memory": bench_memory(),
@@ -236,6 +263,10 @@ def main(argv=None) -> int:
     for name, r, target in (("10,000", bf, 15), ("100,000", bf100, 150)):
         print(f"broker failure, {name} partitions led by the failed broker: step {r['decide_ms']:.1f} ms "
               f"+ release {r['release_ms']:.1f} ms = {r['total_ms']:.1f} ms (median of {r['runs']}; target <= {target})")
+    for name, r in (("10,000", results["controlled_shutdown"]), ("100,000", results["controlled_shutdown_100k"])):
+        print(f"controlled shutdown, {name} partitions ({r['led']} led, {r['writes']} writes"
+              f"{', scalar walk' if args.scalar_shutdown else ''}): step {r['decide_ms']:.1f} ms "
+              f"+ release {r['release_ms']:.1f} ms = {r['total_ms']:.1f} ms (median of {r['runs']})")
     print(f"ControllerElected from a snapshot: 10,000 partitions {fl['ms_10k']:.1f} ms (target <= 25), "
           f"100,000 partitions {fl['ms_100k']:.1f} ms (target <= 250)")
     print(f"ISR change on 100,000 partitions: step {ic['step_ms'] * 1000:.1f} us, with its digest "

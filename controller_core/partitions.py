@@ -108,9 +108,14 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
             # leader may have added it and the notification is still queued. Kafka decides on
             # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.
             d.unconfirmed[tp] = None
-        return f"no eligible leader under the {strategy} strategy (isr {list(li.isr)})"
+        return refusal(strategy, li.isr)
     leader, isr, unclean = result
     return leader, isr, recipients, unclean
+
+
+def refusal(strategy: str, isr: tuple[int, ...]) -> str:
+    """The error of an election that found no leader (logged, and answered to election requests)."""
+    return f"no eligible leader under the {strategy} strategy (isr {list(isr)})"
 
 
 def _candidates(d: Draft, strategy: str, info) -> list[int]:

@@ -4,9 +4,14 @@ The broker is marked shutting down; partitions it leads get a new leader chosen 
 in-sync replicas (it leaves their ISR), partitions it follows are stopped on it and it leaves
 their ISR. The answer lists the replicated partitions it still leads once the writes landed; the
 broker retries until that list is empty.
+
+The walk below is the specification; `columnar_shutdown` makes the same decision over the
+partition image's columns when the cluster allows it (the common case), and hands back to the
+walk untouched otherwise.
 """
 from __future__ import annotations
 
+from . import columnar_shutdown
 from . import commands as C
 from . import partitions as P
 from . import replicas as R
@@ -27,6 +32,14 @@ def on_controlled_shutdown(d: Draft, request_id: int, broker_id: int, broker_epo
         return
     if broker_id not in d.shutting_down:
         d.set_shutting_down(d.shutting_down | {broker_id})
+    if not columnar_shutdown.on_controlled_shutdown(d, broker_id):
+        _move_away(d, broker_id)
+    d.shutdown_replies.append((request_id, broker_id))
+
+
+def _move_away(d: Draft, broker_id: int) -> None:
+    """Leadership of the replicated partitions the broker leads moves to another in-sync replica;
+    its follower replicas are stopped and go Offline (leaving the ISR)."""
     led, followed = [], []
     for tp, info in d.scan():
         a = info.assignment.replicas
@@ -39,4 +52,3 @@ def on_controlled_shutdown(d: Draft, request_id: int, broker_id: int, broker_epo
     for tp in followed:
         d.send_stop_replica(broker_id, tp, delete=False)
     R.move(d, [(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)
-    d.shutdown_replies.append((request_id, broker_id))

@@ -1,0 +1,202 @@
+"""A controlled shutdown decided over the columns of the partition image, inside `step()`.
+
+`shutdown.on_controlled_shutdown` (Kafka's doControlledShutdown) stays the specification. Once
+the broker is marked shutting down, it walks every partition: the replicated ones the broker
+leads go through the controlled-shutdown election (`partitions.to_online` with
+CONTROLLED_SHUTDOWN), the ones it follows are stopped on it and its replica goes Offline, leaving
+the ISR (`replicas.move`). This module makes the same decision for the common case:
+
+- which partitions the broker leads or follows, the election of the led ones
+  (`vector_election.controlled_shutdown`) and the ISR shrink of the followed ones
+  (`vector_election.shrink`) are array operations over the partitions' rows;
+- the request batch, the writes and the state-change log are filled in the order the scalar
+  handlers fill them (led partitions sorted, then followed partitions sorted), from plain values
+  taken from the columns, so the commands, and their digest, are the same;
+- a refused election (only the shutting-down broker in the ISR: common, and the broker asks
+  again until nothing is left) is logged with the walk's detail and leaves the partition as it
+  is; where a replica outside the cached ISR might have saved it, the partition is marked for the
+  issue-22 re-read exactly as `partitions.choose` marks it;
+- the new state is written into the columns of the changed chunks.
+
+Anything else returns False before touching the draft, and the caller walks the partitions: a
+partition it leads that is not Online (a New one is initialized, not elected), a state written by
+a newer controller, a replica whose state may not go Offline, an image holding partitions the
+columns cannot represent, a draft that already holds requests or writes. tests/core/test_columnar_shutdown.py checks on random clusters
+that `step()` gives the same state and commands with and without this path.
+
+Called by `shutdown.on_controlled_shutdown` (the core's ControlledShutdownRequested handler);
+its results are executed by the shell like any decision's (WritePartitionStates, then the parked
+requests).
+"""
+from __future__ import annotations
+
+from itertools import compress
+
+import numpy as np
+
+from . import vector_election as V
+from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
+from .draft import Draft
+from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .partitions import CONTROLLED_SHUTDOWN, refusal
+
+ENABLED = True
+"""Tests (and the benchmark's "before" figures) switch this off to run the scalar path."""
+
+_ONLINE = P_CODE[PartitionState.ONLINE]
+_R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
+_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
+_ELECT = (("elect", CONTROLLED_SHUTDOWN),)
+
+
+def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
+    """Move leadership and the broker's follower replicas away (`broker_id` is already in the
+    draft's shutting-down set) if it is the common case (see the module docstring); False, with
+    the draft untouched, if not."""
+    if not ENABLED or d.writes or d.lai or d.stop or d.log or d.um_tps or d.um_all:
+        return False  # (the batch below is built as if it were the decision's first)
+    image = d.partitions
+    if image.odd or not image.count:
+        return False
+    epoch = d.epoch
+    replicas = image.column("replicas")
+    # the partitions doControlledShutdown looks at: replicated, with a leader-and-ISR, holding a
+    # replica on the broker, of a topic not queued for deletion
+    mine = (image.column("present") & image.column("has_state") & (replicas == broker_id).any(axis=1)
+            & ((replicas != PAD).sum(axis=1) > 1))
+    rows = np.flatnonzero(mine)
+    if not len(rows):
+        return False
+    tps = image.tps(rows)
+    to_delete = d.topics_to_delete
+    if to_delete:
+        keep = [tp.topic not in to_delete for tp in tps]
+        rows = rows[np.array(keep, bool)]
+        tps = [tp for tp, k in zip(tps, keep) if k]
+        if not tps:
+            return False
+    # the decision order: partitions sorted (shutdown.py sorts both lists)
+    order = sorted(range(len(tps)), key=tps.__getitem__)
+    rows = rows[np.array(order, np.intp)]
+    tps = [tps[k] for k in order]
+
+    leader = image.column("leader")[rows]
+    if (image.column("controller_epoch")[rows] > epoch).any():
+        return False  # refused one by one (an election, or the replica's move to Offline)
+    is_led = leader == broker_id
+    led = np.flatnonzero(is_led)
+    fol = np.flatnonzero(~is_led)
+    l_rows, f_rows = rows[led], rows[fol]
+    if (image.column("pstate")[l_rows] != _ONLINE).any():
+        return False  # a New partition is initialized, an Offline one logged from Offline
+    rstate = image.column("rstate")[f_rows]
+    at = replicas[f_rows] == broker_id  # one position per row (the image is not odd)
+    codes = rstate[at]
+    if not np.isin(codes, _OFFLINE_FROM).all():
+        return False  # an illegal transition, logged as such by replicas.move
+    isr = image.column("isr")
+    everyone = d.live_or_shutting_down
+    l_reps, f_reps = replicas[l_rows], replicas[f_rows]
+    l_isr = isr[l_rows]
+    ok, new_leader, new_isr = V.controlled_shutdown(l_reps, l_isr, everyone, d.shutting_down)
+    l_tps = [tps[k] for k in led.tolist()]
+    refused = np.flatnonzero(~ok)
+    if len(refused):
+        # the walk logs each refusal and leaves the partition as it is; one that a replica not in
+        # the cached ISR might have saved is re-read first (issue 22: step() drops this draft)
+        _log_elections(d, l_tps, ok, refused, l_isr)
+        if d.config.rules >= 2:
+            candidate = V.member(l_reps, everyone) & ~V.member(l_reps, d.shutting_down)
+            unsure = (candidate & ~V.contained(l_reps, l_isr)).any(axis=1)
+            confirmed = d.confirmed
+            for k in refused[unsure[refused]].tolist():
+                if l_tps[k] not in confirmed:
+                    d.unconfirmed[l_tps[k]] = None
+        won = np.flatnonzero(ok)
+        l_rows, l_reps, new_leader, new_isr = l_rows[won], l_reps[won], new_leader[won], new_isr[won]
+        l_tps = [l_tps[k] for k in won.tolist()]
+    elif l_tps:
+        d.record_many(PartitionState.ONLINE, PartitionState.ONLINE, l_tps)
+
+    # -- the new columns: led partitions elect; the broker leaves the ISR of followed ones -------
+    l_epoch = image.column("leader_epoch")[l_rows].astype(np.int64) + 1
+    f_isr = isr[f_rows].copy()
+    f_leader = leader[fol].copy()
+    f_epoch = image.column("leader_epoch")[f_rows].astype(np.int64)
+    holding = np.flatnonzero((f_isr == broker_id).any(axis=1))
+    hit = V.shrink(f_isr, f_leader, f_epoch, broker_id, holding)  # ascending: the followed order
+
+    # -- the request batch, in the scalar order: the elections' LeaderAndIsr (live or shutting
+    # down replicas), StopReplica of every followed partition, then the LeaderAndIsr of each
+    # followed partition to its other replicas (dead ones too, as replicas._to_offline sends)
+    f_tps = [tps[k] for k in fol.tolist()]
+    sent = np.concatenate((V.member(l_reps, everyone), (f_reps != PAD) & ~at))
+    for b, sent_tps in _by_broker(l_tps + f_tps, np.concatenate((l_reps, f_reps)), sent):
+        d.lai[b] = dict.fromkeys(sent_tps, False)
+    if l_tps or f_tps:
+        d.um_everyone = True  # (a refused election sends nothing)
+        d.um_tps.update(dict.fromkeys(l_tps))
+        d.um_tps.update(dict.fromkeys(f_tps))
+    if f_tps:
+        d.stop[(broker_id, False)] = dict.fromkeys(f_tps)
+        distinct, first = np.unique(codes, return_index=True)
+        for code in distinct[np.argsort(first)].tolist():  # in the order the walk meets them
+            d.record_many(REPLICA_STATES[code], ReplicaState.OFFLINE, list(compress(f_tps, (codes == code).tolist())),
+                          broker_id)
+
+    # -- the writes: the elections, then the shrinks, each with the intent that produced it ------
+    s_tps = [f_tps[k] for k in hit.tolist()]
+    w_tps = l_tps + s_tps
+    w_rows = np.concatenate((l_rows, f_rows[hit])).astype(np.intp)
+    d.intents.update(dict.fromkeys(l_tps, _ELECT))
+    d.intents.update(dict.fromkeys(s_tps, (("shrink", broker_id),)))
+    written_columns = d.write_rows(w_tps, w_rows, np.concatenate((new_leader, f_leader[hit])),
+                                   np.concatenate((l_epoch, f_epoch[hit])),
+                                   np.concatenate((new_isr, f_isr[hit])))
+
+    # -- the new state, column by column, in the chunks that changed ----------------------------
+    new_rstate = rstate.copy()
+    new_rstate[at] = _R_OFFLINE
+    d.replace_image(image.with_columns((w_rows, written_columns), (f_rows, {"rstate": new_rstate})))
+    return True
+
+
+def _log_elections(d: Draft, tps: list, ok: np.ndarray, refused: np.ndarray, isr: np.ndarray) -> None:
+    """The state-change log of the elections, some refused: one group per outcome (a refusal's
+    detail names the partition's ISR), the groups in the order the walk first logs each."""
+    online = PartitionState.ONLINE
+    groups: dict[tuple, tuple[int, list]] = {}
+    won = np.flatnonzero(ok)
+    if len(won):
+        groups[(online, online, -1, True, "")] = (won[0].item(), [tps[k] for k in won.tolist()])
+    details: dict[tuple, str] = {}
+    for k, members in zip(refused.tolist(), isr[refused].tolist()):
+        key = tuple(members)
+        detail = details.get(key)
+        if detail is None:
+            detail = details[key] = refusal(CONTROLLED_SHUTDOWN, _cut(members))
+        group = groups.get((online, online, -1, False, detail))
+        if group is None:
+            groups[(online, online, -1, False, detail)] = (k, [tps[k]])
+        else:
+            group[1].append(tps[k])
+    for key, (_, logged) in sorted(groups.items(), key=lambda g: g[1][0]):
+        d.log[key] = logged
+
+
+def _by_broker(tps: list, reps: np.ndarray, sent: np.ndarray):
+    """`(broker, [partition, ...])` for every broker that `sent[i, j]` marks as a recipient of
+    `tps[i]` (`reps[i, j]` is the broker): the brokers in the order a walk over the rows (and
+    over each row's replicas) first meets them, each one's partitions in row order. This is the
+    order `Draft.send_leader_and_isr` called partition by partition fills the batch in."""
+    ids = reps[sent]  # row-major: partition order, then replica order within a partition
+    if not len(ids):
+        return []
+    at_row = np.nonzero(sent)[0]
+    brokers, first = np.unique(ids, return_index=True)
+    grouped = np.argsort(ids, kind="stable")  # each broker's entries, still in row order
+    starts = np.searchsorted(ids[grouped], brokers)
+    ends = np.append(starts[1:], len(ids))
+    get = tps.__getitem__
+    return [(b, list(map(get, at_row[grouped[starts[k]:ends[k]]].tolist())))
+            for k, b in ((k, brokers[k].item()) for k in np.argsort(first, kind="stable").tolist())]
