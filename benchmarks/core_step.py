@@ -10,6 +10,9 @@
   fifths), plus the write outcome that releases the requests and the reply; the same at 100,000
   partitions (`controlled_shutdown_100k`). `--scalar-shutdown` switches the columnar path off
   (`controller_core/columnar_shutdown.py`), which gives the walk of the base code;
+- broker startup: `step()` on the BrokersChanged that brings broker 1 back to a cluster of
+  10,000 (and 100,000: `broker_startup_100k`) partitions that lost it; `--scalar-startup`
+  switches the columnar path off (`controller_core/columnar_startup.py`);
 - failover load: `step()` on ControllerElected from a snapshot of 10,000 and 100,000
   partitions (`failover_load`, `ms_10k` / `ms_100k`): what a new controller spends loading;
 - ISR change: `step()` on one PartitionStatesObserved in a cluster of 100,000 partitions, and
@@ -105,6 +108,22 @@ def bench_controlled_shutdown(runs: int, partitions: int = 10_000) -> dict:
     return {"partitions": partitions, "led": led, "writes": len(write.writes), "decide_ms": statistics.median(decide),
             "release_ms": statistics.median(release),
             "total_ms": statistics.median(decide) + statistics.median(release), "runs": runs}
+
+
+def bench_broker_startup(runs: int, partitions: int = 10_000) -> dict:
+    """Broker 1 comes back to a cluster that lost it (its replicas Offline, out of the ISRs):
+    `step()` on the BrokersChanged that lists it again. No write: its replicas go Online and it
+    is told every partition it hosts (LeaderAndIsr), every broker the full metadata."""
+    state = cluster(partitions, leader=None)
+    everyone = tuple(state.brokers.values())
+    gone = E.BrokersChanged(at=AT, brokers=tuple(b for b in everyone if b.broker_id != 1))
+    state = settle(*step(state, gone))
+    tune_gc()
+    back = E.BrokersChanged(at=AT, brokers=everyone)
+    decide = time_ms(lambda: step(state, back), runs)
+    _, commands = step(state, back)
+    told = sum(len(c.partitions) for c in commands if type(c).__name__ == "SendLeaderAndIsr" and c.broker_id == 1)
+    return {"partitions": partitions, "told": told, "decide_ms": statistics.median(decide), "runs": runs}
 
 
 def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | None = None,
@@ -246,14 +265,21 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--scalar-shutdown", action="store_true",
                     help="decide controlled shutdowns by the scalar walk (the columnar path switched off)")
+    ap.add_argument("--scalar-startup", action="store_true",
+                    help="decide broker startups by the scalar walk (the columnar path switched off)")
     args = ap.parse_args(argv)
     if args.scalar_shutdown:
         from controller_core import columnar_shutdown
         columnar_shutdown.ENABLED = False
+    if args.scalar_startup:
+        from controller_core import columnar_startup
+        columnar_startup.ENABLED = False
     results = {"broker_failure": bench_broker_failure(args.runs),
                "broker_failure_100k": bench_broker_failure(max(1, min(args.runs, 3)), 100_000),
                "controlled_shutdown": bench_controlled_shutdown(args.runs),
                "controlled_shutdown_100k": bench_controlled_shutdown(max(1, min(args.runs, 3)), 100_000),
+               "broker_startup": bench_broker_startup(args.runs),
+               "broker_startup_100k": bench_broker_startup(max(1, min(args.runs, 3)), 100_000),
                "failover_load": bench_failover_load(args.runs),
                "isr_change": bench_isr_change(args.runs),
                "memory": bench_memory(),
@@ -267,6 +293,9 @@ def main(argv=None) -> int:
         print(f"controlled shutdown, {name} partitions ({r['led']} led, {r['writes']} writes"
               f"{', scalar walk' if args.scalar_shutdown else ''}): step {r['decide_ms']:.1f} ms "
               f"+ release {r['release_ms']:.1f} ms = {r['total_ms']:.1f} ms (median of {r['runs']})")
+    for name, r in (("10,000", results["broker_startup"]), ("100,000", results["broker_startup_100k"])):
+        print(f"broker startup, {name} partitions ({r['told']} told to the returning broker"
+              f"{', scalar walk' if args.scalar_startup else ''}): step {r['decide_ms']:.1f} ms (median of {r['runs']})")
     print(f"ControllerElected from a snapshot: 10,000 partitions {fl['ms_10k']:.1f} ms (target <= 25), "
           f"100,000 partitions {fl['ms_100k']:.1f} ms (target <= 250)")
     print(f"ISR change on 100,000 partitions: step {ic['step_ms'] * 1000:.1f} us, with its digest "
