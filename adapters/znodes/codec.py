@@ -252,10 +252,28 @@ def encode_partition_state(leader_isr: LeaderIsr) -> bytes:
             ).encode("ascii")
 
 
+_INT = rb"(-?(?:0|[1-9][0-9]{0,9}))"
+_CANONICAL_STATE = re.compile(rb'\{"version":1,"leader":' + _INT + rb',"leader_epoch":' + _INT
+                              + rb',"controller_epoch":' + _INT + rb',"isr":\[((?:' + _INT[1:-1] + rb'(?:,'
+                              + _INT[1:-1] + rb')*)?)\]\}')
+"""A state znode exactly as `encode_partition_state` writes it. A new controller reads one per
+partition (100,000 of them took 3 s through the strict JSON reader); bytes of this shape are
+well-formed JSON with no duplicate key, so reading the numbers out of the match gives what the
+strict reader gives. Anything else (Kafka's own key order, spaces, a damaged znode) takes the
+strict reader and its errors."""
+
+
 def decode_partition_state(
     data: bytes, zk_version: int, *, tp: TopicPartition | None = None
 ) -> LeaderIsr:
     """The state read at znode version `zk_version`. `tp` only names the partition in errors."""
+    m = _CANONICAL_STATE.fullmatch(data) if type(data) is bytes else None
+    if m is not None:
+        leader, leader_epoch, controller_epoch, isr = m.groups()
+        numbers = (int(leader), int(leader_epoch), int(controller_epoch),
+                   *(map(int, isr.split(b",")) if isr else ()))
+        if INT32_MIN <= min(numbers) and max(numbers) <= INT32_MAX:
+            return LeaderIsr(numbers[0], numbers[1], numbers[3:], numbers[2], zk_version)
     doc = _Doc("partition state" if tp is None else f"partition state of {tp}")
     root = doc.root(doc.parse(data))
     return LeaderIsr(

@@ -675,3 +675,29 @@ def test_paths_match_the_contract():
 def test_paths_refuse_names_that_are_not_one_segment(build):
     with pytest.raises(ValueError):
         build()
+
+
+_INT32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@given(_INT32, _INT32, _INT32, st.lists(_INT32, max_size=6), st.integers(0, 10**6))
+def test_the_canonical_state_reader_agrees_with_the_strict_json_reader(leader, leader_epoch, controller_epoch, isr, version):
+    """encode_partition_state's bytes take the fast reader; the same state with its keys in
+    another order (as Kafka may write them) takes the strict JSON reader: the same value."""
+    state = LeaderIsr(leader, leader_epoch, tuple(isr), controller_epoch, version)
+    data = zkdata.encode_partition_state(state)
+    reordered = json.dumps({"isr": isr, "controller_epoch": controller_epoch, "leader": leader,
+                             "version": 1, "leader_epoch": leader_epoch}).encode()
+    assert zkdata.decode_partition_state(data, version) == state
+    assert zkdata.decode_partition_state(reordered, version) == state
+
+
+@pytest.mark.parametrize("data, problem", [
+    (b'{"version":1,"leader":3,"leader_epoch":2147483648,"controller_epoch":1,"isr":[3]}', "32-bit"),
+    (b'{"version":1,"leader":3,"leader_epoch":0,"controller_epoch":1,"isr":[3,-2147483649]}', "32-bit"),
+    (b'{"version":1,"leader":03,"leader_epoch":0,"controller_epoch":1,"isr":[3]}', "not valid JSON"),
+    (b'{"version":1,"leader":3,"leader_epoch":0,"controller_epoch":1,"isr":[3,]}', "not valid JSON"),
+])
+def test_a_state_that_looks_canonical_but_is_not_gets_the_strict_readers_error(data, problem):
+    with pytest.raises(zkdata.ZnodeFormatError, match=problem):
+        zkdata.decode_partition_state(data, 0)
