@@ -24,7 +24,8 @@ the same state and commands with and without this path.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import compress
+from itertools import compress, islice
+from operator import lt
 
 import numpy as np
 
@@ -69,9 +70,10 @@ def start_machines(d: Draft) -> bool:
         return False
 
     tps = image.tps(rows)
-    order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
-    tps = [tps[k] for k in order.tolist()]
-    rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
+    if not all(map(lt, tps, islice(tps, 1, None))):  # (rows are mostly in partition order already)
+        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
+        tps = [tps[k] for k in order.tolist()]
+        rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
     n = len(rows)
 
     # -- the new columns: each dead replica leaves the ISR (sorted broker order within a
@@ -133,11 +135,14 @@ def start_machines(d: Draft) -> bool:
     lai = d.lai
     for _, b, hit in sorted(firsts, key=lambda f: f[0]):
         lai[b] = dict.fromkeys(compress(tps, hit.tolist()), False)
+        d.row_hints.append((lai[b], rows[hit]))
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
         lai[b] = dict.fromkeys(sent, False)
     if tps:
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
         if not d.um_all:
+            if not d.um_tps:
+                d.row_hints.append((d.um_tps, rows))
             d.um_tps.update(dict.fromkeys(tps))
     for r, sent in stops.items():
         d.stop[(r, False)] = dict.fromkeys(sent)

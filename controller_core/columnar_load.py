@@ -24,7 +24,7 @@ partitions without a state, dead leaders and replicas, reassignments, topics to 
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, is_not, itemgetter, or_
 from typing import NamedTuple
 
 import numpy as np
@@ -43,7 +43,8 @@ _NEW, _ONLINE, _OFFLINE = P_CODE[PartitionState.NEW], P_CODE[PartitionState.ONLI
 _R_ONLINE, _R_INELIGIBLE = R_CODE[ReplicaState.ONLINE], R_CODE[ReplicaState.DELETION_INELIGIBLE]
 _NO_STATE = (0, 0, (), 0, 0)  # what the columns hold for a partition without a state znode
 _new = tuple.__new__
-_replicas_of = attrgetter("replicas")
+_replicas_of, _adding_of, _removing_of = attrgetter("replicas"), attrgetter("adding"), attrgetter("removing")
+_first, _second = itemgetter(0), itemgetter(1)
 _INT = {int}
 
 
@@ -70,8 +71,8 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
     counts = [len(parts) for _, parts in by_name]
     n_all = sum(counts)
     pairs = list(chain.from_iterable(parts for _, parts in by_name))
-    ps = [p for p, _ in pairs]
-    ras = [ra for _, ra in pairs]
+    ps = list(map(_first, pairs))
+    ras = list(map(_second, pairs))
     if not set(map(type, ps)) <= _INT:
         return None
     reps = list(map(_replicas_of, ras))
@@ -98,7 +99,7 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
     rep_m = _packed(flat, lens, width)
     srt = np.sort(rep_m, axis=1)
     suspect_row |= ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != PAD)).any(axis=1)
-    suspects = set(np.unique(topic_of[suspect_row]).tolist())
+    suspects = set(topic_of[suspect_row].tolist()) if suspect_row.any() else set()
     suspects.update(i for i, c in enumerate(counts) if c == 0)
     reasons: dict[str, str] = {}
     for i in sorted(suspects):
@@ -129,20 +130,22 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
         tps = [_new(TopicPartition, (t, p)) for t, parts in by_name for p in range(len(parts))]
         get = dict(partition_states).get
         lis = list(map(get, tps))
-    has = np.fromiter((li is not None for li in lis), bool, n)
-    if not has.all():
+    if None in lis:
+        has = np.fromiter(map(is_not, lis, repeat(None)), bool, n)
         lis = [_NO_STATE if li is None else li for li in lis]
+    else:
+        has = np.ones(n, bool)
     # one list a field (not `zip(*lis)`: that makes an iterator, a tracked object, per partition)
     leaders, leps, isrs, ceps, vers = (list(map(itemgetter(k), lis)) for k in range(5))
     isr_ids = list(chain.from_iterable(isrs))
-    if not set(map(type, chain(leaders, leps, ceps, vers, isr_ids))) <= _INT:
+    # numpy infers an integer dtype only if every value is an int (a bool among ints reads as
+    # the int it is equal to, as it does in the walk's comparisons); anything else declines
+    ints = np.array((leaders, leps, ceps, vers))
+    isr_flat = np.array(isr_ids) if isr_ids else np.zeros(0, np.int64)
+    if ints.dtype.kind != "i" or isr_flat.dtype.kind != "i":
         return None
-    try:
-        ints = np.array((leaders, leps, ceps, vers), np.int64)
-        isr_flat = np.fromiter(isr_ids, np.int64, len(isr_ids))
-        isr_lens = np.fromiter(map(len, isrs), np.int64, n)
-    except OverflowError:
-        return None
+    ints = ints.astype(np.int64)
+    isr_lens = np.fromiter(map(len, isrs), np.int64, n)
     lo = -_I32 - 1
     if ((ints < lo) | (ints > _I32)).any() or (ints[1] < 0).any() \
             or (len(isr_flat) and ((isr_flat < 0) | (isr_flat > _I32)).any()):
@@ -163,17 +166,19 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
     # -- reassignments in flight: few, checked one by one as `build` checks them ------------------
     adding = np.zeros((n, width), bool)
     removing = np.zeros((n, width), bool)
-    moving = np.zeros(n, bool)
-    for k, ra in enumerate(ras):
-        if ra.adding or ra.removing:
-            info = PartitionInfo(ra, None, PartitionState.NEW,
-                                 tuple(_pair(r, ReplicaState.ONLINE) for r in ra.replicas))
-            if _is_odd(info):
-                return None
-            m = len(ra.replicas)
-            moving[k] = True
-            adding[k, :m] = [r in ra.adding for r in ra.replicas]
-            removing[k, :m] = [r in ra.removing for r in ra.replicas]
+    if set(map(_adding_of, ras)) | set(map(_removing_of, ras)) == {()}:
+        moving = np.zeros(n, bool)
+    else:
+        moving = np.fromiter(map(or_, map(bool, map(_adding_of, ras)), map(bool, map(_removing_of, ras))), bool, n)
+    for k in np.flatnonzero(moving).tolist():
+        ra = ras[k]
+        info = PartitionInfo(ra, None, PartitionState.NEW,
+                             tuple(_pair(r, ReplicaState.ONLINE) for r in ra.replicas))
+        if _is_odd(info):
+            return None
+        m = len(ra.replicas)
+        adding[k, :m] = [r in ra.adding for r in ra.replicas]
+        removing[k, :m] = [r in ra.removing for r in ra.replicas]
 
     image = PartitionImage.from_columns(tps, width, {
         "present": np.ones(n, bool),
@@ -210,12 +215,12 @@ def _states_in_order(by_name: list, partition_states: tuple, n: int) -> tuple[li
     values are then the rows', found without building or hashing one. (None, None) if not."""
     if len(partition_states) != n:
         return None, None
-    tps = [tp for tp, _ in partition_states]
-    ps = [tp[1] for tp in tps]
+    tps = list(map(_first, partition_states))
+    ps = list(map(_second, tps))
     if ps != list(chain.from_iterable(range(len(parts)) for _, parts in by_name)) or not set(map(type, ps)) <= _INT:
         return None, None
-    if [tp[0] for tp in tps] != list(chain.from_iterable(repeat(t, len(parts)) for t, parts in by_name)):
+    if list(map(_first, tps)) != list(chain.from_iterable(repeat(t, len(parts)) for t, parts in by_name)):
         return None, None
     if not set(map(type, tps)) <= {TopicPartition}:
         return None, None
-    return tps, [li for _, li in partition_states]
+    return tps, list(map(_second, partition_states))

@@ -769,7 +769,9 @@ class PartitionImage:
             yield from compress(tps, ch.present[:len(tps)].tolist())
 
     def keys(self) -> list[TopicPartition]:
-        return list(self)
+        """Every partition, in row order (one C-level pass a chunk)."""
+        return list(chain.from_iterable(
+            compress(tps, ch.present[:len(tps)].tolist()) for ch, tps in zip(self.chunks, self.tp_chunks)))
 
     def items(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         """Every partition with its value, in row order, built a chunk at a time."""
@@ -912,6 +914,8 @@ class PartitionImage:
     def tps(self, rows: np.ndarray) -> list[TopicPartition]:
         """The partitions of row ids."""
         tc = self.tp_chunks
+        if len(rows) == self.size and (not len(rows) or (rows[0] == 0 and (np.diff(rows) == 1).all())):
+            return list(chain.from_iterable(tc))  # every row, in order (a whole-cluster decision)
         return [tc[r >> _SHIFT][r & _MASK] for r in rows.tolist()]
 
     def row(self, tp: TopicPartition) -> int | None:

@@ -21,7 +21,7 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition
 
-from .builders import AT, broker
+from .builders import AT, broker, settle
 
 BROKERS = (1, 2, 3, 4, 5, 6)
 
@@ -239,3 +239,97 @@ def test_a_broken_columnar_load_is_noticed(monkeypatch, breakage):
     if breakage != "row-order":
         with pytest.raises(AssertionError):
             assert_same(*both_ways(_EXAMPLE, 2))
+
+
+# -- what follows the load: the image's row index and the requests' rows ----------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(snapshots(), st.data())
+def test_the_life_after_a_columnar_load_is_the_life_after_the_walk(case, data):
+    """The writes land, a topic is created, a broker dies: the same decisions either way (the
+    loaded image's row index takes new partitions beside the rows it was built with)."""
+    snap, epoch = case
+    fast, slow = both_ways(snap, epoch)
+    assert_same(fast, slow)
+    dies = data.draw(st.sampled_from(BROKERS), label="dies")
+    states = []
+    for (state, commands) in (fast, slow):
+        state, _ = settle(state, commands)
+        names = frozenset(t for t, _ in snap.topics) | {"new"}
+        created = E.TopicsChanged(at=AT, topics=names, assignments=(("new", ((0, ReplicaAssignment((1, 2))),
+                                                                             (1, ReplicaAssignment((2, 3))))),))
+        state, c1 = settle(*step(state, created))
+        alive = tuple(b for b in snap.brokers if b.broker_id != dies)
+        state, c2 = settle(*step(state, E.BrokersChanged(at=AT, brokers=alive)))
+        states.append((state, c1, c2))
+    (fs, f1, f2), (ss, s1, s2) = states
+    assert f1 == s1 and f2 == s2
+    assert codec.digest(list(f1) + list(f2)) == codec.digest(list(s1) + list(s2))
+    assert fs == ss and codec.encode_state(fs) == codec.encode_state(ss)
+
+
+def test_a_loaded_images_row_index_grows_without_touching_the_images_before():
+    snap = E.ClusterSnapshot(brokers=(broker(1), broker(2)), topics=(("a", ((0, ReplicaAssignment((1, 2))),)),),
+                             partition_states=((TopicPartition("a", 0), LeaderIsr(1, 0, (1, 2), 1, 0)),))
+    image = columnar_load.load(snap.topics, snap.partition_states, _live(snap)).image
+    info = image[TopicPartition("a", 0)]
+    grown = image.set(TopicPartition("b", 0), info)
+    assert TopicPartition("b", 0) not in image and image.index.get(TopicPartition("b", 0)) is None
+    assert grown[TopicPartition("b", 0)] == info and grown.index[TopicPartition("b", 0)] == 1
+    assert dict(grown.index) == {TopicPartition("a", 0): 0, TopicPartition("b", 0): 1}
+    assert grown.index.base is image.index.base  # the dict is shared, never written
+    again = grown.set(TopicPartition("a", 0), info._replace(leader_isr=info.leader_isr.with_version(5)))
+    assert again.index.get(TopicPartition("a", 0)) == 0 and len(again.index) == 2
+    assert again == PartitionImage.build({TopicPartition("a", 0): again[TopicPartition("a", 0)],
+                                          TopicPartition("b", 0): info})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1100, 3000), st.integers(0, 2**32))
+def test_rows_found_by_identity_are_the_rows_the_index_gives(n, seed):
+    from controller_core.partition_views import ImageRows
+
+    rng = random.Random(seed)
+    topics = tuple((f"t{t}", tuple((p, ReplicaAssignment((1, 2))) for p in range(100))) for t in range(n // 100 + 1))
+    image = columnar_load.load(topics, (), frozenset((1, 2))).image
+    keys = image.keys()
+    tps = []
+    for k in rng.choices(range(len(keys)), k=rng.randint(1100, len(keys))):
+        how = rng.randrange(10)
+        if how == 0:
+            tps.append(TopicPartition(keys[k].topic, keys[k].partition))  # equal, another object
+        elif how == 1:
+            tps.append(TopicPartition("unknown", k))
+        else:
+            tps.append(keys[k])
+    rows = ImageRows(image)
+    assert 4 * len(tps) >= image.size  # (the identity path)
+    assert rows._rows_of(tps).tolist() == rows._looked_up(tps).tolist() \
+        == [image.index.get(tp, -1) for tp in tps]
+    # a hint is used as given when its length fits, else ignored
+    hinted = ImageRows(image, {id(tps): np.arange(len(tps))})
+    assert hinted._rows_of(tps).tolist() == list(range(len(tps)))
+    stale = ImageRows(image, {id(tps): np.arange(len(tps) - 1)})
+    assert stale._rows_of(tps).tolist() == rows._looked_up(tps).tolist()
+
+
+def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypatch):
+    """The rows a failover's batch notes (Draft.row_hints) only spare lookups: without them the
+    requests are the same."""
+    from controller_core import draft
+
+    names = [f"t{t:02d}" for t in range(20)]
+    topics = tuple((name, tuple((p, ReplicaAssignment(tuple(1 + (t + p + k) % 4 for k in range(3))))
+                                for p in range(80))) for t, name in enumerate(names))
+    snap = E.ClusterSnapshot(brokers=tuple(broker(b) for b in (1, 2, 3, 4)), topics=topics,
+                             partition_states=tuple((TopicPartition(name, p), LeaderIsr(ra.replicas[0], 0, ra.replicas, 1, 0))
+                                                    for name, parts in topics for p, ra in parts))
+    config = ControllerConfig(broker_id=1, auto_leader_rebalance_enable=False)
+    event = E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap)
+    hinted = step(initial_state(config), event)
+    used = []
+    real = draft.Draft._hints
+    monkeypatch.setattr(draft.Draft, "_hints", lambda self, outbox: used.append(real(self, outbox)) or {})
+    plain = step(initial_state(config), event)
+    assert used and len(used[0]) == 5  # four LeaderAndIsr and the UpdateMetadata had their rows
+    assert_same(hinted, plain)
