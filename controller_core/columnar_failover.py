@@ -141,9 +141,11 @@ def start_machines(d: Draft) -> bool:
     if tps:
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
         if not d.um_all:
-            if not d.um_tps:
+            if not d.um_tps:  # (the batch's first: built whole, its rows noted)
+                d.um_tps = dict.fromkeys(tps)
                 d.row_hints.append((d.um_tps, rows))
-            d.um_tps.update(dict.fromkeys(tps))
+            else:
+                d.um_tps.update(dict.fromkeys(tps))
     for r, sent in stops.items():
         d.stop[(r, False)] = dict.fromkeys(sent)
     target = ReplicaState.OFFLINE
