@@ -24,8 +24,7 @@ the same state and commands with and without this path.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import compress, islice
-from operator import lt
+from itertools import compress
 
 import numpy as np
 
@@ -70,7 +69,7 @@ def start_machines(d: Draft) -> bool:
         return False
 
     tps = image.tps(rows)
-    if not all(map(lt, tps, islice(tps, 1, None))):  # (rows are mostly in partition order already)
+    if not image.in_order:  # rows in partition order: no sort
         order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
         tps = [tps[k] for k in order.tolist()]
         rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]

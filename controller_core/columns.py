@@ -519,10 +519,10 @@ class PartitionImage:
     """The partitions as column chunks (see the module docstring): a read-only mapping
     `TopicPartition -> PartitionInfo` whose arrays are read with `column` and `chunks`."""
 
-    __slots__ = ("chunks", "index", "tp_chunks", "width", "size", "count", "odd")
+    __slots__ = ("chunks", "index", "tp_chunks", "width", "size", "count", "odd", "in_order")
 
     def __init__(self, chunks: tuple[Chunk, ...], index: PMap, tp_chunks: tuple[tuple, ...], width: int,
-                 size: int, count: int, odd: PMap = EMPTY):
+                 size: int, count: int, odd: PMap = EMPTY, in_order: bool = False):
         self.chunks = chunks
         self.index = index  # TopicPartition -> row id
         self.tp_chunks = tp_chunks  # per chunk, the TopicPartition of each used row
@@ -530,6 +530,9 @@ class PartitionImage:
         self.size = size  # rows used (present or not)
         self.count = count  # rows present
         self.odd = odd  # TopicPartition -> PartitionInfo the columns cannot hold exactly
+        # rows are in partition order (as `build` lays them; rows added since are appended, so
+        # an image that gained partitions says False): a whole-cluster decision then needs no sort
+        self.in_order = in_order
 
     # -- building -------------------------------------------------------------------------------
 
@@ -547,7 +550,8 @@ class PartitionImage:
             chunks.append(_build_chunk([info for _, info in part], width))
             tp_chunks.append(tuple(tp for tp, _ in part))
         index = PMap(zip((tp for tp, _ in items), range(len(items))))
-        return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY)
+        return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY,
+                   True)
 
     @classmethod
     def from_columns(cls, tps: list, width: int, columns: dict[str, np.ndarray]) -> "PartitionImage":
@@ -574,7 +578,7 @@ class PartitionImage:
             parts[name] = [full[c * CHUNK:(c + 1) * CHUNK] for c in range(n_chunks)]
         chunks = tuple(_new(Chunk, tuple(parts[name][c] for name in Chunk._fields)) for c in range(n_chunks))
         tp_chunks = tuple(tuple(tps[c * CHUNK:(c + 1) * CHUNK]) for c in range(n_chunks))
-        return cls(chunks, RowIndex(dict(zip(tps, range(n)))), tp_chunks, width, n, n, EMPTY)
+        return cls(chunks, RowIndex(dict(zip(tps, range(n)))), tp_chunks, width, n, n, EMPTY, True)
 
     def with_changes(self, changes: Mapping, before: Mapping | None = None) -> "PartitionImage":
         """The image after each partition in `changes` took its value there (None: removed).
@@ -650,7 +654,8 @@ class PartitionImage:
             # columns); a chunk appended by this call is fresh
             chunks[c] = _write_rows(chunks[c], list(slots), list(slots.values()), c >= old)
         return PartitionImage(tuple(chunks), new_index.finish() if new_index is not None else index,
-                              tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd)
+                              tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd,
+                              self.in_order and new_index is None)
 
     def _with_leader_isrs(self, changes: Mapping, before: Mapping) -> "PartitionImage | None":
         """`with_changes` of changes to the leader-and-ISR alone (see there); None if any change
@@ -701,7 +706,7 @@ class PartitionImage:
         for c, cols in copied.items():
             if cols:
                 chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
-        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd)
+        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd, self.in_order)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`
@@ -733,7 +738,8 @@ class PartitionImage:
                     a[at] = values[part]
         for c, mine in copied.items():
             chunks[c] = chunks[c]._replace(**mine)
-        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, self.width, self.size, self.count, self.odd)
+        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, self.width, self.size, self.count, self.odd,
+                              self.in_order)
 
     # -- the mapping (what the scalar rules read) -------------------------------------------------
 
@@ -986,7 +992,7 @@ class ImageMutation:
         return self.image.with_changes(self.changes)
 
 
-EMPTY_IMAGE = PartitionImage((), EMPTY, (), MIN_WIDTH, 0, 0)
+EMPTY_IMAGE = PartitionImage((), EMPTY, (), MIN_WIDTH, 0, 0, EMPTY, True)
 
 
 def as_image(partitions) -> PartitionImage:

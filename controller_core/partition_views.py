@@ -15,8 +15,7 @@ from the partition image into a `PartitionViews`: the columns, aligned with the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, compress, islice
-from operator import lt
+from itertools import chain, compress
 
 import numpy as np
 
@@ -142,10 +141,10 @@ class ImageRows:
 
     def every_partition(self) -> list[TopicPartition]:
         """Every partition of the image, sorted (UpdateMetadata of all partitions), its rows
-        kept as a hint: rows are laid in partition order unless partitions were added since."""
+        kept as a hint (no sort when the image's rows are in partition order)."""
         tps = self.image.keys()
         rows = np.flatnonzero(self.column("present"))
-        if not all(map(lt, tps, islice(tps, 1, None))):
+        if not self.image.in_order:
             order = sorted(range(len(tps)), key=tps.__getitem__)
             tps = [tps[k] for k in order]
             rows = rows[np.array(order, np.intp)]

@@ -108,7 +108,7 @@ def _same_image(fast: PartitionImage, spec: dict) -> None:
     assert dict(fast.items()) == dict(image.items())
     assert list(fast) == list(image)  # rows in the same (partition) order
     assert fast.width == image.width and fast.size == image.size and fast.count == image.count
-    assert not fast.odd
+    assert not fast.odd and fast.in_order and image.in_order
     for name in ("present", "has_state", "leader", "leader_epoch", "controller_epoch", "zk_version", "replicas",
                  "isr", "adding", "removing", "moving", "pstate", "rstate"):
         assert (fast.column(name) == image.column(name)).all(), name
@@ -278,6 +278,7 @@ def test_a_loaded_images_row_index_grows_without_touching_the_images_before():
     assert grown[TopicPartition("b", 0)] == info and grown.index[TopicPartition("b", 0)] == 1
     assert dict(grown.index) == {TopicPartition("a", 0): 0, TopicPartition("b", 0): 1}
     assert grown.index.base is image.index.base  # the dict is shared, never written
+    assert image.in_order and not grown.in_order  # (a row appended: whole-cluster decisions sort)
     again = grown.set(TopicPartition("a", 0), info._replace(leader_isr=info.leader_isr.with_version(5)))
     assert again.index.get(TopicPartition("a", 0)) == 0 and len(again.index) == 2
     assert again == PartitionImage.build({TopicPartition("a", 0): again[TopicPartition("a", 0)],
