@@ -5,6 +5,11 @@ to every live broker before anything else, then the replica and partition state 
 (live replicas Online and told their state, dead ones Offline and out of the ISR, leaderless
 partitions elected), then reassignments, deletions and preferred elections left pending by the
 previous controller resume, and the rebalance timer is armed.
+
+The partitions are rebuilt by `_build`, one `PartitionInfo` each: the specification. In the
+common case `columnar_load.load` builds the same image as columns straight from the snapshot
+(tests/core/test_failover_load.py holds it to `_build`), and the machines start over the columns
+(`columnar_failover`).
 """
 from __future__ import annotations
 
