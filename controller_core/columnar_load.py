@@ -109,7 +109,9 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
             return None  # the cheap checks refused what the spec accepts: the walk decides
         reasons[topic] = reason
     rejected = [f"topic {t}: {reasons[t]}; ignoring it" for t in names if t in reasons]
-    accepted = {t: TopicInfo(len(parts)) for t, parts in topics if t not in reasons}
+    infos: dict[int, TopicInfo] = {}  # one value per partition count (frozen: shared safely)
+    accepted = {t: infos.get(len(parts)) or infos.setdefault(len(parts), TopicInfo(len(parts)))
+                for t, parts in topics if t not in reasons}
 
     if reasons:
         keep = ~np.isin(topic_of, np.array(sorted(suspects), np.int64))
