@@ -69,9 +69,10 @@ def start_machines(d: Draft) -> bool:
         return False
 
     tps = image.tps(rows)
-    order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
-    tps = [tps[k] for k in order.tolist()]
-    rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
+    if not image.in_order:  # rows in partition order: no sort
+        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
+        tps = [tps[k] for k in order.tolist()]
+        rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
     n = len(rows)
 
     # -- the new columns: each dead replica leaves the ISR (sorted broker order within a
@@ -133,12 +134,17 @@ def start_machines(d: Draft) -> bool:
     lai = d.lai
     for _, b, hit in sorted(firsts, key=lambda f: f[0]):
         lai[b] = dict.fromkeys(compress(tps, hit.tolist()), False)
+        d.row_hints.append((lai[b], rows[hit]))
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
         lai[b] = dict.fromkeys(sent, False)
     if tps:
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
         if not d.um_all:
-            d.um_tps.update(dict.fromkeys(tps))
+            if not d.um_tps:  # (the batch's first: built whole, its rows noted)
+                d.um_tps = dict.fromkeys(tps)
+                d.row_hints.append((d.um_tps, rows))
+            else:
+                d.um_tps.update(dict.fromkeys(tps))
     for r, sent in stops.items():
         d.stop[(r, False)] = dict.fromkeys(sent)
     target = ReplicaState.OFFLINE

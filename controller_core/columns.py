@@ -448,14 +448,81 @@ def _width_of(info) -> int:
 _first = itemgetter(0)
 
 
+class RowIndex:
+    """`TopicPartition -> row id` of an image loaded whole (`PartitionImage.from_columns`): a
+    plain dict for the rows it was built with, and a persistent map of the rows added since.
+
+    Why not one persistent map, as `build` makes: a HAMT of 100,000 entries is some 37,000
+    nodes the garbage collector tracks, and building it in the middle of a new controller's load
+    (a heap holding the whole snapshot) costs full collections over that heap. A row id never
+    changes once given (a deleted partition keeps its row), so the dict is never written after
+    construction and is shared by every later image; `mutate` adds to the persistent part only.
+    Reads as the `PMap` it stands for (`get`, `[]`, `in`, iteration, `mutate().finish()`)."""
+
+    __slots__ = ("base", "extra", "get")
+
+    def __init__(self, base: dict, extra: PMap = EMPTY):
+        self.base = base
+        self.extra = extra
+        # the dict's own C `get` when nothing was added: the image's hottest read
+        self.get = base.get if not extra else self._get
+
+    def _get(self, tp, default=None):
+        r = self.base.get(tp)
+        return r if r is not None else self.extra.get(tp, default)
+
+    def __getitem__(self, tp) -> int:
+        r = self.get(tp)
+        if r is None:
+            raise KeyError(tp)
+        return r
+
+    def __contains__(self, tp) -> bool:
+        return tp in self.base or tp in self.extra
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.extra)
+
+    def __iter__(self):
+        return chain(self.base, self.extra)
+
+    def keys(self):
+        return list(self)
+
+    def items(self):
+        return chain(self.base.items(), self.extra.items())
+
+    def mutate(self) -> "_RowIndexMutation":
+        return _RowIndexMutation(self)
+
+
+class _RowIndexMutation:
+    __slots__ = ("index", "extra")
+
+    def __init__(self, index: RowIndex):
+        self.index = index
+        self.extra = index.extra.mutate()
+
+    def get(self, tp, default=None):
+        r = self.index.base.get(tp)
+        return r if r is not None else self.extra.get(tp, default)
+
+    def __setitem__(self, tp, row: int) -> None:
+        assert tp not in self.index.base, "a row id never changes"
+        self.extra[tp] = row
+
+    def finish(self) -> RowIndex:
+        return RowIndex(self.index.base, self.extra.finish())
+
+
 class PartitionImage:
     """The partitions as column chunks (see the module docstring): a read-only mapping
     `TopicPartition -> PartitionInfo` whose arrays are read with `column` and `chunks`."""
 
-    __slots__ = ("chunks", "index", "tp_chunks", "width", "size", "count", "odd")
+    __slots__ = ("chunks", "index", "tp_chunks", "width", "size", "count", "odd", "in_order")
 
     def __init__(self, chunks: tuple[Chunk, ...], index: PMap, tp_chunks: tuple[tuple, ...], width: int,
-                 size: int, count: int, odd: PMap = EMPTY):
+                 size: int, count: int, odd: PMap = EMPTY, in_order: bool = False):
         self.chunks = chunks
         self.index = index  # TopicPartition -> row id
         self.tp_chunks = tp_chunks  # per chunk, the TopicPartition of each used row
@@ -463,6 +530,9 @@ class PartitionImage:
         self.size = size  # rows used (present or not)
         self.count = count  # rows present
         self.odd = odd  # TopicPartition -> PartitionInfo the columns cannot hold exactly
+        # rows are in partition order (as `build` lays them; rows added since are appended, so
+        # an image that gained partitions says False): a whole-cluster decision then needs no sort
+        self.in_order = in_order
 
     # -- building -------------------------------------------------------------------------------
 
@@ -480,7 +550,35 @@ class PartitionImage:
             chunks.append(_build_chunk([info for _, info in part], width))
             tp_chunks.append(tuple(tp for tp, _ in part))
         index = PMap(zip((tp for tp, _ in items), range(len(items))))
-        return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY)
+        return cls(tuple(chunks), index, tuple(tp_chunks), width, len(items), len(items), PMap(odd) if odd else EMPTY,
+                   True)
+
+    @classmethod
+    def from_columns(cls, tps: list, width: int, columns: dict[str, np.ndarray]) -> "PartitionImage":
+        """An image of `tps` (distinct, sorted: rows in partition order, as `build` lays them)
+        whose rows are given whole, one array per column of `Chunk` aligned with `tps` (matrices
+        `[len(tps), width]`), every partition present and none odd: the caller has checked that
+        the columns hold each partition exactly (`_is_odd` says no to each). A new controller
+        loads its snapshot this way (`columnar_load.py`) without a `PartitionInfo` a partition.
+
+        The chunks are views of one padded array per column: nothing writes into them (an image
+        copies a chunk's column before changing it), so they can share it."""
+        n = len(tps)
+        if not n:
+            return EMPTY_IMAGE
+        n_chunks = -(-n // CHUNK)
+        template = _empty_chunk(width)
+        parts = {}
+        for name in Chunk._fields:
+            blank = getattr(template, name)
+            values = columns[name]
+            full = np.empty((n_chunks * CHUNK,) + blank.shape[1:], blank.dtype)
+            full[:n] = values
+            full[n:] = blank[0]
+            parts[name] = [full[c * CHUNK:(c + 1) * CHUNK] for c in range(n_chunks)]
+        chunks = tuple(_new(Chunk, tuple(parts[name][c] for name in Chunk._fields)) for c in range(n_chunks))
+        tp_chunks = tuple(tuple(tps[c * CHUNK:(c + 1) * CHUNK]) for c in range(n_chunks))
+        return cls(chunks, RowIndex(dict(zip(tps, range(n)))), tp_chunks, width, n, n, EMPTY, True)
 
     def with_changes(self, changes: Mapping, before: Mapping | None = None) -> "PartitionImage":
         """The image after each partition in `changes` took its value there (None: removed).
@@ -556,7 +654,8 @@ class PartitionImage:
             # columns); a chunk appended by this call is fresh
             chunks[c] = _write_rows(chunks[c], list(slots), list(slots.values()), c >= old)
         return PartitionImage(tuple(chunks), new_index.finish() if new_index is not None else index,
-                              tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd)
+                              tuple(tp_chunks), width, size, count, odd_mut.finish() if odd_mut is not None else odd,
+                              self.in_order and new_index is None)
 
     def _with_leader_isrs(self, changes: Mapping, before: Mapping) -> "PartitionImage | None":
         """`with_changes` of changes to the leader-and-ISR alone (see there); None if any change
@@ -607,7 +706,7 @@ class PartitionImage:
         for c, cols in copied.items():
             if cols:
                 chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
-        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd)
+        return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd, self.in_order)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`
@@ -639,7 +738,8 @@ class PartitionImage:
                     a[at] = values[part]
         for c, mine in copied.items():
             chunks[c] = chunks[c]._replace(**mine)
-        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, self.width, self.size, self.count, self.odd)
+        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, self.width, self.size, self.count, self.odd,
+                              self.in_order)
 
     # -- the mapping (what the scalar rules read) -------------------------------------------------
 
@@ -675,7 +775,9 @@ class PartitionImage:
             yield from compress(tps, ch.present[:len(tps)].tolist())
 
     def keys(self) -> list[TopicPartition]:
-        return list(self)
+        """Every partition, in row order (one C-level pass a chunk)."""
+        return list(chain.from_iterable(
+            compress(tps, ch.present[:len(tps)].tolist()) for ch, tps in zip(self.chunks, self.tp_chunks)))
 
     def items(self) -> list[tuple[TopicPartition, PartitionInfo]]:
         """Every partition with its value, in row order, built a chunk at a time."""
@@ -818,6 +920,8 @@ class PartitionImage:
     def tps(self, rows: np.ndarray) -> list[TopicPartition]:
         """The partitions of row ids."""
         tc = self.tp_chunks
+        if len(rows) == self.size and (not len(rows) or (rows[0] == 0 and (np.diff(rows) == 1).all())):
+            return list(chain.from_iterable(tc))  # every row, in order (a whole-cluster decision)
         return [tc[r >> _SHIFT][r & _MASK] for r in rows.tolist()]
 
     def row(self, tp: TopicPartition) -> int | None:
@@ -888,7 +992,7 @@ class ImageMutation:
         return self.image.with_changes(self.changes)
 
 
-EMPTY_IMAGE = PartitionImage((), EMPTY, (), MIN_WIDTH, 0, 0)
+EMPTY_IMAGE = PartitionImage((), EMPTY, (), MIN_WIDTH, 0, 0, EMPTY, True)
 
 
 def as_image(partitions) -> PartitionImage:

@@ -16,7 +16,7 @@ Two rules of the asynchronous shell live here:
 """
 from __future__ import annotations
 
-from itertools import chain
+from itertools import chain, compress
 from typing import Iterable, NamedTuple
 
 import attrs
@@ -136,6 +136,9 @@ class Draft:
         self.um_tps: dict[TopicPartition, None] = {}
         self.stop: dict[tuple[int, bool], dict[TopicPartition, None]] = {}
         self.commands: list = []
+        # (a batch's container, the rows of its partitions) noted by a whole-cluster decision
+        # that filled it: its requests are gathered without looking the partitions up
+        self.row_hints: list[tuple[dict, np.ndarray]] = []
         self.rejections: dict[str, list[str]] = {}
         self.log: dict[tuple, list[TopicPartition]] = {}
         self.immediate: list = []  # commands that must precede this decision's writes
@@ -461,8 +464,24 @@ class Draft:
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
         if not self.writes and outbox is not None:
-            commands.extend(emit_outbox(state, outbox, known=self._read))
+            commands.extend(emit_outbox(state, outbox, known=self._read, hints=self._hints(outbox)))
         return state, tuple(commands)
+
+    def _hints(self, outbox: Outbox) -> dict:
+        """`id(partitions of a request) -> rows` for the batches `row_hints` noted, each still
+        as it was noted (a batch only grows: an unchanged length is an unchanged batch)."""
+        if not self.row_hints:
+            return {}
+        hints = {}
+        noted = {id(container): rows for container, rows in self.row_hints if len(container) == len(rows)}
+        for b, tps, _ in outbox.leader_and_isr:
+            rows = noted.get(id(self.lai.get(b)))
+            if rows is not None:
+                hints[id(tps)] = rows
+        rows = noted.get(id(self.um_tps))
+        if rows is not None and outbox.um_partitions is not ALL:
+            hints[id(outbox.um_partitions)] = rows
+        return hints
 
     def snapshot_state(self) -> ControllerState:
         """The working copy as a state value, without finishing the draft."""
@@ -510,7 +529,7 @@ class Draft:
         lai = self.lai
         return Outbox(
             leader_and_isr=tuple(
-                (b, tuple(per), frozenset(tp for tp, new in per.items() if new)) for b, per in lai.items()) if lai else (),
+                (b, tuple(per), frozenset(compress(per, per.values()))) for b, per in lai.items()) if lai else (),
             um_brokers=frozenset(self.um_brokers),
             um_partitions=ALL if self.um_all else tuple(self.um_tps),
             stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
@@ -545,7 +564,8 @@ def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionIn
 
 
 def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset(),
-                only: frozenset[TopicPartition] | None = None, known: dict | None = None) -> list:
+                only: frozenset[TopicPartition] | None = None, known: dict | None = None,
+                hints: dict | None = None) -> list:
     """Turn a released outbox into broker requests, built from the current state (so they carry
     the znode versions just written). Requests to brokers that are gone are dropped, and
     partitions in `skip` (their write conflicted and is being re-decided, or they went out
@@ -563,7 +583,7 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     if parts.odd or _few(outbox):
         _requests_from_views(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, known)
     else:
-        _requests_from_columns(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only)
+        _requests_from_columns(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, hints)
 
     if only is not None:
         return commands
@@ -595,12 +615,12 @@ def _few(outbox: Outbox) -> bool:
 
 
 def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
-                           shutting_down, skip, only) -> None:
+                           shutting_down, skip, only, hints: dict | None = None) -> None:
     """LeaderAndIsr and UpdateMetadata of a release, each request's partitions gathered from the
     image's columns (partition_views.py): no value is built per partition here."""
     parts = state.partitions
     epoch = state.epoch
-    rows = ImageRows(parts)
+    rows = ImageRows(parts, hints)
 
     def wanted(tps) -> list:
         if not skip and only is None:
@@ -618,7 +638,8 @@ def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbo
                 partitions=views, live_leaders=live_brokers))
 
     if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
-        um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
+        # sorted: replayable
+        um_tps = rows.every_partition() if outbox.um_partitions is ALL else outbox.um_partitions
         views = rows.views(wanted(um_tps), deleting=state.topics_to_delete, for_metadata=True)
         for b in (sorted(outbox.um_brokers) if views or only is None else ()):
             broker = brokers.get(b)

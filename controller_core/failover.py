@@ -5,10 +5,15 @@ to every live broker before anything else, then the replica and partition state 
 (live replicas Online and told their state, dead ones Offline and out of the ISR, leaderless
 partitions elected), then reassignments, deletions and preferred elections left pending by the
 previous controller resume, and the rebalance timer is armed.
+
+The partitions are rebuilt by `_build`, one `PartitionInfo` each: the specification. In the
+common case `columnar_load.load` builds the same image as columns straight from the snapshot
+(tests/core/test_failover_load.py holds it to `_build`), and the machines start over the columns
+(`columnar_failover`).
 """
 from __future__ import annotations
 
-from . import columnar_failover
+from . import columnar_failover, columnar_load
 from . import commands as C
 from . import deletion
 from . import partitions as P
@@ -28,27 +33,11 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     snap = event.snapshot
     brokers = pmap({b.broker_id: b for b in snap.brokers})
     live = frozenset(brokers.keys())
-    leader_isrs = dict(snap.partition_states)
-    rejected = []
-    topics = {}
-    built = {}
-    for topic, assignment in snap.topics:
-        assignment = dict(assignment)
-        reason = validate_assignment(assignment, same_factor=False)  # reassignments may differ
-        if reason is not None:
-            rejected.append(f"topic {topic}: {reason}; ignoring it")
-            continue
-        topics[topic] = TopicInfo(len(assignment))
-        for p, ra in assignment.items():
-            tp = TopicPartition(topic, p)
-            li = leader_isrs.get(tp)
-            if li is None:
-                pstate = PartitionState.NEW
-            else:
-                pstate = PartitionState.ONLINE if li.leader in live else PartitionState.OFFLINE
-            rstates = tuple(_pair(r, ReplicaState.ONLINE if r in live else ReplicaState.DELETION_INELIGIBLE)
-                            for r in ra.replicas)
-            built[tp] = PartitionInfo(ra, li, pstate, rstates)
+    loaded = columnar_load.load(snap.topics, snap.partition_states, live)
+    if loaded is not None:  # the common case: the image's columns straight from the snapshot
+        topics, built, rejected = loaded
+    else:
+        topics, built, rejected = _build(snap, live)
     for topic, problem in snap.malformed_topics:
         rejected.append(f"topic {topic}: malformed topic znode ({problem}); ignoring it")
     base = ControllerState(
@@ -64,7 +53,7 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
         next_write_id=state.next_write_id,
     )
     d = Draft(base, cause=f"ControllerElected(epoch {event.epoch})")
-    if not base.partitions.odd:
+    if built.__class__ is dict and not base.partitions.odd:
         d.seed(built)  # the values just built are what the image reads back: no second build
     for reason in rejected:
         d.reject("topic", reason)
@@ -88,6 +77,34 @@ def on_elected(state: ControllerState, event: ControllerElected) -> tuple[Contro
     if state.config.auto_leader_rebalance_enable:
         d.command(C.ScheduleTimer(name=rebalance.REBALANCE_TIMER, delay_ms=rebalance.FIRST_REBALANCE_DELAY_MS))
     return d.finish()
+
+
+def _build(snap, live: frozenset[int]) -> tuple[dict, dict, list]:
+    """The snapshot's partitions one `PartitionInfo` each: the specification of
+    `columnar_load.load`, and the build of what it declines. Returns the accepted topics, the
+    partitions and the reasons topics were rejected."""
+    leader_isrs = dict(snap.partition_states)
+    rejected = []
+    topics = {}
+    built = {}
+    for topic, assignment in snap.topics:
+        assignment = dict(assignment)
+        reason = validate_assignment(assignment, same_factor=False)  # reassignments may differ
+        if reason is not None:
+            rejected.append(f"topic {topic}: {reason}; ignoring it")
+            continue
+        topics[topic] = TopicInfo(len(assignment))
+        for p, ra in assignment.items():
+            tp = TopicPartition(topic, p)
+            li = leader_isrs.get(tp)
+            if li is None:
+                pstate = PartitionState.NEW
+            else:
+                pstate = PartitionState.ONLINE if li.leader in live else PartitionState.OFFLINE
+            rstates = tuple(_pair(r, ReplicaState.ONLINE if r in live else ReplicaState.DELETION_INELIGIBLE)
+                            for r in ra.replicas)
+            built[tp] = PartitionInfo(ra, li, pstate, rstates)
+    return topics, built, rejected
 
 
 def _start_machines(d: Draft, live: frozenset[int]) -> None:

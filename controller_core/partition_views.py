@@ -15,7 +15,7 @@ from the partition image into a `PartitionViews`: the columns, aligned with the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import compress
+from itertools import chain, compress
 
 import numpy as np
 
@@ -104,12 +104,22 @@ class PartitionViews(Sequence):
         return f"PartitionViews({self.views()!r})"
 
 
+_BY_IDENTITY = 1024
+"""Requests of at least this many partitions (and a quarter of the image) find their rows by
+identity (`ImageRows._rows_by_identity`)."""
+
+
 class ImageRows:
     """The image's columns, concatenated once for all the requests of one release."""
 
-    def __init__(self, image: PartitionImage):
+    def __init__(self, image: PartitionImage, hints: dict | None = None):
         self.image = image
+        # id(sequence of partitions) -> their rows, as the decision that listed them knew them
+        # (Draft.finish: a whole-cluster decision's requests): no lookup at all
+        self.hints = hints if hints is not None else {}
         self._columns: dict[str, np.ndarray] = {}
+        self._keys: list | None = None
+        self._ids: tuple[np.ndarray, np.ndarray] | None = None
 
     def column(self, name: str) -> np.ndarray:
         a = self._columns.get(name)
@@ -117,13 +127,66 @@ class ImageRows:
             a = self._columns[name] = self.image.column(name)
         return a
 
+    def _rows_of(self, tps) -> np.ndarray:
+        """The row id of each partition of `tps`, -1 for one the image does not know. A request
+        of a good share of the image (a new controller's batch sends every partition in
+        UpdateMetadata and a third of them to each broker) is matched by identity (below);
+        others are looked up in the index, one C-level lookup each."""
+        rows = self.hints.get(id(tps))
+        if rows is not None and len(rows) == len(tps):
+            return rows
+        if len(tps) >= _BY_IDENTITY and 4 * len(tps) >= self.image.size:
+            return self._rows_by_identity(tps)
+        return self._looked_up(tps)
+
+    def every_partition(self) -> list[TopicPartition]:
+        """Every partition of the image, sorted (UpdateMetadata of all partitions), its rows
+        kept as a hint (no sort when the image's rows are in partition order)."""
+        tps = self.image.keys()
+        rows = np.flatnonzero(self.column("present"))
+        if not self.image.in_order:
+            order = sorted(range(len(tps)), key=tps.__getitem__)
+            tps = [tps[k] for k in order]
+            rows = rows[np.array(order, np.intp)]
+        self.hints[id(tps)] = rows
+        return tps
+
+    def _looked_up(self, tps) -> np.ndarray:
+        found = list(map(self.image.index.get, tps))
+        try:
+            return np.fromiter(found, np.intp, len(found))
+        except TypeError:  # (None: not in the image)
+            return np.fromiter((-1 if r is None else r for r in found), np.intp, len(found))
+
+    def _rows_by_identity(self, tps) -> np.ndarray:
+        """Rows found by the partitions' object identity: the requests' partitions are, as a rule,
+        the very `TopicPartition` objects the image keeps for its rows (a decision takes them from
+        the image), so `id()` over a sorted array of the rows' ids finds them without hashing a
+        tuple each. `_keys` holds every row's object, so no id is reused while this is alive; a
+        partition given as another (equal) object is looked up in the index."""
+        if self._ids is None:
+            keys = list(chain.from_iterable(self.image.tp_chunks))  # row order: the index's rows
+            ids = np.fromiter(map(id, keys), np.uintp, len(keys))
+            order = np.argsort(ids)
+            self._keys = keys
+            self._ids = (ids[order], order.astype(np.intp))
+        sorted_ids, order = self._ids
+        if not len(sorted_ids):
+            return self._looked_up(tps)
+        want = np.fromiter(map(id, tps), np.uintp, len(tps))
+        pos = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
+        rows = order[pos]
+        miss = np.flatnonzero(sorted_ids[pos] != want)
+        if len(miss):
+            rows[miss] = self._looked_up([tps[k] for k in miss.tolist()])
+        return rows
+
     def views(self, tps, is_new: frozenset = frozenset(), deleting: frozenset = frozenset(),
               for_metadata: bool = False) -> PartitionViews:
         """The partitions of `tps` (in that order) that exist and have a leader-and-ISR, as they
         are sent to brokers: in UpdateMetadata (`for_metadata`), a topic queued for deletion shows
         leader -2 (LeaderDuringDelete), as `draft.partition_view` does."""
-        get = self.image.index.get
-        rows = np.fromiter((get(tp, -1) for tp in tps), np.intp, len(tps))
+        rows = self._rows_of(tps)
         found = rows >= 0
         ok = found.copy()
         at = rows[found]

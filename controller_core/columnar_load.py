@@ -1,0 +1,228 @@
+"""A new controller's partition image, built as columns straight from its ZooKeeper snapshot.
+
+`failover.on_elected` (Kafka's onControllerFailover) stays the specification: for every topic of
+the snapshot whose assignment `topics.validate_assignment` accepts, each partition becomes a
+`PartitionInfo` (its assignment, its state znode or none, the partition state New without one,
+else Online or Offline by whether its leader is live, each replica Online on a live broker and
+ReplicaDeletionIneligible on a dead one), and the image is built from that map. Called by
+`on_elected` first, `load` makes the same image without a value per partition: the snapshot's
+tuples are flattened into a few lists, checked and turned into columns with one numpy call each.
+
+It is exact, or it declines (None) and `on_elected` walks the partitions:
+
+- the cheap checks (partition ids 0..n-1 in order, non-empty replica lists of distinct
+  non-negative int ids) only single topics out; the verdict on such a topic is the spec's own
+  (`validate_assignment`), and if the spec accepts a topic the checks refused, the snapshot is
+  left to the walk rather than guessing;
+- anything `PartitionImage.build` would keep whole in `odd` (ids or numbers outside int32, a
+  reassignment's adding or removing replicas not listed in assignment order, values of another
+  type than int), a topic listed twice, or a switched-off path (`ENABLED`) declines.
+
+tests/core/test_failover_load.py compares the two builds on random snapshots (rejected topics,
+partitions without a state, dead leaders and replicas, reassignments, topics to delete).
+"""
+from __future__ import annotations
+
+from itertools import chain, repeat
+from operator import attrgetter, is_not, itemgetter, or_
+from typing import NamedTuple
+
+import numpy as np
+
+from .columns import _I32, EMPTY_IMAGE, MIN_WIDTH, P_CODE, PAD, R_CODE, R_NON_EXISTENT, PartitionImage, _is_odd
+from .machines import PartitionState, ReplicaState
+from .partition_info import PartitionInfo, _pair
+from .state import TopicInfo
+from .topics import validate_assignment
+from .values import TopicPartition
+
+ENABLED = True
+"""Tests switch this off to compare with the per-partition build of `failover.on_elected`."""
+
+_NEW, _ONLINE, _OFFLINE = P_CODE[PartitionState.NEW], P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
+_R_ONLINE, _R_INELIGIBLE = R_CODE[ReplicaState.ONLINE], R_CODE[ReplicaState.DELETION_INELIGIBLE]
+_NO_STATE = (0, 0, (), 0, 0)  # what the columns hold for a partition without a state znode
+_new = tuple.__new__
+_replicas_of, _adding_of, _removing_of = attrgetter("replicas"), attrgetter("adding"), attrgetter("removing")
+_first, _second = itemgetter(0), itemgetter(1)
+_INT = {int}
+
+
+class Loaded(NamedTuple):
+    """What `on_elected` builds from the snapshot's topics: the accepted topics (snapshot
+    order), the image of their partitions, and the reasons topics were rejected (snapshot order)."""
+
+    topics: dict[str, TopicInfo]
+    image: PartitionImage
+    rejected: list[str]
+
+
+def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded | None:
+    """The image of the snapshot's partitions as `on_elected` builds it (see the module
+    docstring), or None when the columns cannot be trusted to hold it exactly."""
+    if not ENABLED:
+        return None
+    names = [t for t, _ in topics]
+    if len(set(names)) != len(names):
+        return None  # a later entry would overwrite part of an earlier one: the walk knows how
+    if not names:
+        return Loaded({}, EMPTY_IMAGE, [])
+    by_name = sorted(topics, key=lambda e: e[0])  # rows in partition order, as `build` lays them
+    counts = [len(parts) for _, parts in by_name]
+    n_all = sum(counts)
+    pairs = list(chain.from_iterable(parts for _, parts in by_name))
+    ps = list(map(_first, pairs))
+    ras = list(map(_second, pairs))
+    if not set(map(type, ps)) <= _INT:
+        return None
+    reps = list(map(_replicas_of, ras))
+    ids = list(chain.from_iterable(reps))
+    if not set(map(type, ids)) <= _INT:
+        return None  # (a bool id: validate_assignment's verdict differs from numpy's)
+    try:
+        lens = np.fromiter(map(len, reps), np.int64, n_all)
+        flat = np.fromiter(ids, np.int64, len(ids))
+        p_arr = np.fromiter(ps, np.int64, n_all)
+    except OverflowError:
+        return None
+    width = max(MIN_WIDTH, int(lens.max()) if n_all else 0)
+
+    # -- the cheap checks, then the spec's verdict on each topic they single out ----------------
+    topic_of = np.repeat(np.arange(len(by_name)), counts)
+    starts = np.cumsum([0] + counts[:-1])
+    suspect_row = (lens == 0) | (p_arr != np.arange(n_all) - np.repeat(starts, counts).astype(np.int64))
+    if len(flat):
+        row_of_id = np.repeat(np.arange(n_all), lens)
+        suspect_row[row_of_id[flat < 0]] = True
+        if (flat > _I32).any():
+            return None  # valid, but odd in the columns
+    rep_m = _packed(flat, lens, width)
+    srt = np.sort(rep_m, axis=1)
+    suspect_row |= ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != PAD)).any(axis=1)
+    suspects = set(topic_of[suspect_row].tolist()) if suspect_row.any() else set()
+    suspects.update(i for i, c in enumerate(counts) if c == 0)
+    reasons: dict[str, str] = {}
+    for i in sorted(suspects):
+        topic, parts = by_name[i]
+        reason = validate_assignment(dict(parts), same_factor=False)
+        if reason is None:
+            return None  # the cheap checks refused what the spec accepts: the walk decides
+        reasons[topic] = reason
+    rejected = [f"topic {t}: {reasons[t]}; ignoring it" for t in names if t in reasons]
+    infos: dict[int, TopicInfo] = {}  # one value per partition count (frozen: shared safely)
+    accepted = {t: infos.get(len(parts)) or infos.setdefault(len(parts), TopicInfo(len(parts)))
+                for t, parts in topics if t not in reasons}
+
+    if reasons:
+        keep = ~np.isin(topic_of, np.array(sorted(suspects), np.int64))
+        kept_rows = np.flatnonzero(keep)
+        lens = lens[keep]
+        width = max(MIN_WIDTH, int(lens.max()) if len(lens) else 0)  # as wide as the kept rows need
+        rep_m = rep_m[keep, :width]
+        ras = [ras[k] for k in kept_rows.tolist()]
+        by_name = [e for e in by_name if e[0] not in reasons]
+    n = len(ras)
+    if not n:
+        return Loaded(accepted, EMPTY_IMAGE, rejected)
+
+    # -- the state znodes: the snapshot's own partitions when it lists a state for each, in
+    # order (as the election adapter reads them), else looked up one by one ---------------------
+    tps, lis = _states_in_order(by_name, partition_states, n)
+    if tps is None:
+        tps = [_new(TopicPartition, (t, p)) for t, parts in by_name for p in range(len(parts))]
+        get = dict(partition_states).get
+        lis = list(map(get, tps))
+    if None in lis:
+        has = np.fromiter(map(is_not, lis, repeat(None)), bool, n)
+        lis = [_NO_STATE if li is None else li for li in lis]
+    else:
+        has = np.ones(n, bool)
+    # one list a field (not `zip(*lis)`: that makes an iterator, a tracked object, per partition)
+    leaders, leps, isrs, ceps, vers = (list(map(itemgetter(k), lis)) for k in range(5))
+    isr_ids = list(chain.from_iterable(isrs))
+    # numpy infers an integer dtype only if every value is an int (a bool among ints reads as
+    # the int it is equal to, as it does in the walk's comparisons); anything else declines
+    ints = np.array((leaders, leps, ceps, vers))
+    isr_flat = np.array(isr_ids) if isr_ids else np.zeros(0, np.int64)
+    if ints.dtype.kind != "i" or isr_flat.dtype.kind != "i":
+        return None
+    ints = ints.astype(np.int64)
+    isr_lens = np.fromiter(map(len, isrs), np.int64, n)
+    lo = -_I32 - 1
+    if ((ints < lo) | (ints > _I32)).any() or (ints[1] < 0).any() \
+            or (len(isr_flat) and ((isr_flat < 0) | (isr_flat > _I32)).any()):
+        return None  # odd: `build` keeps such a partition whole
+    width = max(width, int(isr_lens.max()))
+    if width > rep_m.shape[1]:
+        rep_m = np.concatenate([rep_m, np.full((n, width - rep_m.shape[1]), PAD, np.int64)], axis=1)
+    isr_m = _packed(isr_flat, isr_lens, width)
+
+    # -- the machines' states: partitions by their leader, replicas by their broker ----------------
+    live_ids = np.array(sorted(live), np.int64)
+    leader = ints[0]
+    pstate = np.where(~has, _NEW, np.where(np.isin(leader, live_ids), _ONLINE, _OFFLINE)).astype(np.int8)
+    assigned = rep_m != PAD
+    rstate = np.where(assigned, np.where(np.isin(rep_m, live_ids), _R_ONLINE, _R_INELIGIBLE),
+                      R_NON_EXISTENT).astype(np.int8)
+
+    # -- reassignments in flight: few, checked one by one as `build` checks them ------------------
+    adding = np.zeros((n, width), bool)
+    removing = np.zeros((n, width), bool)
+    if set(map(_adding_of, ras)) | set(map(_removing_of, ras)) == {()}:
+        moving = np.zeros(n, bool)
+    else:
+        moving = np.fromiter(map(or_, map(bool, map(_adding_of, ras)), map(bool, map(_removing_of, ras))), bool, n)
+    for k in np.flatnonzero(moving).tolist():
+        ra = ras[k]
+        info = PartitionInfo(ra, None, PartitionState.NEW,
+                             tuple(_pair(r, ReplicaState.ONLINE) for r in ra.replicas))
+        if _is_odd(info):
+            return None
+        m = len(ra.replicas)
+        adding[k, :m] = [r in ra.adding for r in ra.replicas]
+        removing[k, :m] = [r in ra.removing for r in ra.replicas]
+
+    image = PartitionImage.from_columns(tps, width, {
+        "present": np.ones(n, bool),
+        "has_state": has,
+        "leader": ints[0].astype(np.int32),
+        "leader_epoch": ints[1].astype(np.int32),
+        "controller_epoch": ints[2].astype(np.int32),
+        "zk_version": ints[3].astype(np.int32),
+        "replicas": rep_m.astype(np.int32),
+        "isr": isr_m.astype(np.int32),
+        "adding": adding,
+        "removing": removing,
+        "moving": moving,
+        "pstate": pstate,
+        "rstate": rstate,
+    })
+    return Loaded(accepted, image, rejected)
+
+
+def _packed(flat: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray:
+    """The rows whose values are `flat` (row after row, `lens[k]` values in row k) as a
+    left-packed `[len(lens), width]` matrix padded with PAD. Row-major boolean assignment fills
+    each row's leading cells in order: no tuple is built per row (on a heap holding a
+    100,000-partition snapshot, each allocation of many small tuples costs garbage-collector
+    passes over all of it)."""
+    m = np.full((len(lens), width), PAD, np.int64)
+    m[np.arange(width) < lens[:, None]] = flat
+    return m
+
+
+def _states_in_order(by_name: list, partition_states: tuple, n: int) -> tuple[list | None, list | None]:
+    """`(tps, leader_isrs)` of the rows when the snapshot lists exactly one state for each of
+    them, in row order (topics by name, partitions 0..n-1): the snapshot's own `TopicPartition`
+    values are then the rows', found without building or hashing one. (None, None) if not."""
+    if len(partition_states) != n:
+        return None, None
+    tps = list(map(_first, partition_states))
+    ps = list(map(_second, tps))
+    if ps != list(chain.from_iterable(range(len(parts)) for _, parts in by_name)) or not set(map(type, ps)) <= _INT:
+        return None, None
+    if list(map(_first, tps)) != list(chain.from_iterable(repeat(t, len(parts)) for t, parts in by_name)):
+        return None, None
+    if not set(map(type, tps)) <= {TopicPartition}:
+        return None, None
+    return tps, list(map(_second, partition_states))
