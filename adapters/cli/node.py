@@ -24,6 +24,7 @@ from adapters.cli.common import (
 from adapters.cli.errors import CommandFailure, UsageError
 from adapters.cli.node_properties import PropertiesError, split_file_settings
 from adapters.journal.writer import JournalError
+from adapters.runtime.stalls import StallWatch
 from adapters.node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
 from adapters.zookeeper.session import Unreachable, ZkError
 
@@ -158,6 +159,11 @@ def cmd_node(args) -> int:
 
     async def main() -> int:
         node = ClusterNode(config)
+        # The session's heartbeats share this loop: a stretch that holds it for half the session
+        # timeout is logged with where it was (adapters/runtime/stalls.py), before an expiry
+        # would hide the cause.
+        stalls = StallWatch(threshold=config.get("zookeeper.session.timeout.ms", 6000) / 2000)
+        stalls.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         terminated: list[int] = []
@@ -211,6 +217,7 @@ def cmd_node(args) -> int:
                 await asyncio.gather(shutdown, return_exceptions=True)
             interrupted.cancel()
         await node.close()
+        stalls.stop()
         return 0
 
     return asyncio.run(main())
