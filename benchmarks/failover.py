@@ -653,7 +653,8 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
                    zk_pids=lambda: None) -> tuple[list[dict], dict | None]:
     """`args.runs` prepared runs of one scenario in one mode, then one unprepared run."""
     # unique per run of the benchmark: two runs in one process (the tests) must not share a cluster
-    chroot_connect = f"{connect}/bench-{scenario}-{mode}-{partitions}-{os.getpid()}-{time.monotonic_ns()}"
+    chroot = f"/bench-{scenario}-{mode}-{partitions}-{os.getpid()}-{time.monotonic_ns()}"
+    chroot_connect = f"{connect}{chroot}"
     probe = Probe()
     cluster = BenchCluster(chroot_connect, base / f"{scenario}-{mode}-{partitions}", partitions, mode, probe, scenario,
                            client_broker=client_measured(args))
@@ -680,7 +681,22 @@ async def run_mode(connect, base, scenario, mode, partitions, args, progress,
     finally:
         await cluster.close()
         await admin.close()
+        await _drop_chroot(connect, chroot)
     return samples, unprepared
+
+
+async def _drop_chroot(connect: str, chroot: str) -> None:
+    """Delete a finished cluster's tree (outside any measurement). Kept, the trees of a scaling
+    run add up in the one ZooKeeper server: after three 100,000-partition clusters its snapshots
+    were 133 MB, written every 100,000 transactions, its log fsyncs took over a second, and the
+    next cluster's controller lost its session in the middle of a run."""
+    t = time.perf_counter()
+    root = await ZkSession.connect(connect, session_timeout_ms=int(NODE_SETTINGS["zookeeper.session.timeout.ms"]))
+    try:
+        await root.delete_recursive(chroot)
+    finally:
+        await root.close()
+    bench_log.info("deleted the cluster's tree %s in %.1f s", chroot, time.perf_counter() - t)
 
 
 def client_measured(args) -> bool:
