@@ -43,19 +43,23 @@ from controller_core.state import initial_state
 from controller_core.step import step
 
 from . import digest as fast_digest
+from adapters.journal.canonical import canonical as _orjson_canonical
 from .collector import gc_paused
 from adapters.journal.format import InvalidRecord
 from .records import verify_line
 from .plan import INF, finding
 
+_canonical = _orjson_canonical or codec.canonical_json
 ELECTION_KINDS = {"offline": "clean", "offline-unclean": "clean", "reassign": "reassign", "preferred": "preferred",
                   "controlled-shutdown": "controlled_shutdown"}
 _TERM_END = (E.ControllerResigned, E.ControllerFenced)
 
 
 def state_hashes(encoded: dict) -> tuple[str, dict[str, str]]:
-    """A hash of an encoded ControllerState and one per top-level field (to name differences)."""
-    fields = {k: hashlib.blake2b(codec.canonical_json(v).encode(), digest_size=12).hexdigest()
+    """A hash of an encoded ControllerState and one per top-level field (to name differences).
+    The text is `codec.canonical_json`'s, written by orjson where that gives the same text
+    (adapters/journal/canonical.py, as the digest)."""
+    fields = {k: hashlib.blake2b(_canonical(v).encode(), digest_size=12).hexdigest()
               for k, v in encoded.items()}
     whole = hashlib.blake2b(codec.canonical_json(fields).encode(), digest_size=16).hexdigest()
     return whole, fields
