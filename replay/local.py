@@ -17,7 +17,9 @@ from pathlib import Path
 
 from . import audit, history
 from .fold import UnitFold
-from adapters.journal.format import InvalidRecord, find_journals, list_segments, verify_line
+from adapters.journal.format import InvalidRecord, find_journals, list_segments
+from .collector import gc_paused
+from .records import verify_line
 from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, unit_of
 
 
@@ -56,7 +58,8 @@ class MixedClusters(ValueError):
 
 def scan(roots):
     """Read and check every segment line under one root or several. Returns summaries,
-    per-file records, findings, and (journal, file, cluster id) of every snapshot head."""
+    per-file records ((seq, type, file, line, checked record, event_seq)), findings, and
+    (journal, file, cluster id) of every snapshot head."""
     roots = [Path(roots)] if isinstance(roots, (str, os.PathLike)) else [Path(r) for r in roots]
     summaries, records, findings, clusters = [], {}, [], []
     for jdir in sorted({j for root in roots for j in find_journals(root)}):
@@ -98,7 +101,9 @@ def scan(roots):
                     second_type, second_event = rec["type"], event_seq
                 if event_seq is not None and type(event_seq) is int:
                     max_effects = event_seq if max_effects is None else max(max_effects, event_seq)
-                recs.append((rec["seq"], rec["type"], path, n, raw.decode("utf-8"), event_seq))
+                # the checked record itself, not its text: the fold takes either, and would
+                # otherwise check and parse every line a second time
+                recs.append((rec["seq"], rec["type"], path, n, rec, event_seq))
             records[path] = recs
             summaries.append(SegmentSummary(journal, path, seg.first_seq, len(lines), torn, head_type, head_seq,
                                             second_type, second_event, max_effects))
@@ -108,6 +113,14 @@ def scan(roots):
 def replay(root, display=None) -> Replay:
     """Replay and audit the journals under `root` (one directory, or a list of several of one
     cluster). Raises `MixedClusters` when they belong to different clusters."""
+    # the cyclic collector waits until the end: every row is kept until then and holds no
+    # reference cycle, so its collections would only walk the growing tables again and again
+    # (see UnitFold.run)
+    with gc_paused():
+        return _replay(root, display)
+
+
+def _replay(root, display) -> Replay:
     roots = [Path(root)] if isinstance(root, (str, os.PathLike)) else [Path(r) for r in root]
     base = roots[0] if len(set(roots)) == 1 else Path(os.path.commonpath([r.resolve() for r in roots]))
     if display is None:
@@ -134,11 +147,11 @@ def replay(root, display=None) -> Replay:
     head_of = {u.head_path: u for u in units}
     for s in summaries:
         for rec in records.get(s.path, ()):
-            seq, kind, path, line, text, event_seq = rec
+            seq, kind, path, line, record, event_seq = rec
             if kind == "snapshot":
                 u = head_of.get(path)
                 if u is not None and line == 1:
-                    heads[u.unit] = text
+                    heads[u.unit] = record
                 continue
             key = event_seq if kind == "effects" else seq
             if key is None:

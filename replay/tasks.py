@@ -58,7 +58,8 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
     package.ensure_deps()
     from .checkpoint import utc_day
     from .fold import UnitFold
-    from adapters.journal.format import InvalidRecord, verify_line
+    from adapters.journal.format import InvalidRecord
+    from .records import verify_line
 
     for path, text in files:
         unit_id = unit_of_head.get(path)

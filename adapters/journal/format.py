@@ -157,20 +157,21 @@ class InvalidRecord(ValueError):
 # one line
 
 
-def verify_line(line: str | bytes) -> dict:
+def verify_line(line: str | bytes, loads: Callable[[bytes], object] = json.loads) -> dict:
     """Check one record line and return the record without its "crc" member.
 
     Accepts the line with or without its trailing "\\n" (Spark's text reader strips it), as
     `str` or UTF-8 `bytes`. Raises `InvalidRecord` with a reason when the line is not a valid
-    record.
+    record. `loads` parses the checked bytes; another parser must give `json.loads`' values and
+    raise `ValueError` where it does (the replay's is `replay.records.loads`).
     """
     raw = line.encode("utf-8") if isinstance(line, str) else bytes(line)
     if raw.endswith(b"\n"):
         raw = raw[:-1]
-    return _verify_bytes(raw)
+    return _verify_bytes(raw, loads)
 
 
-def _verify_bytes(raw: bytes) -> dict:
+def _verify_bytes(raw: bytes, loads: Callable[[bytes], object] = json.loads) -> dict:
     if len(raw) < REST_START + 1 or not raw.startswith(_CRC_PREFIX_B):
         raise InvalidRecord('line does not start with {"crc":"<8 hex>",')
     stored = raw[CRC_PREFIX_LEN : CRC_PREFIX_LEN + 8]
@@ -180,7 +181,7 @@ def _verify_bytes(raw: bytes) -> dict:
     if int(stored, 16) != actual:
         raise InvalidRecord(f"checksum mismatch: stored {stored.decode()}, computed {actual:08x}")
     try:
-        record = json.loads(raw)
+        record = loads(raw)
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too
         raise InvalidRecord(f"checksum matches but the line is not valid JSON: {exc}") from None
     if type(record) is not dict:
