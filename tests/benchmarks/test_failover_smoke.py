@@ -128,3 +128,23 @@ def test_a_stock_client_sees_the_new_leaders_after_the_controller_acted(smoke):
     assert _cell(result, "broker-failure", "batched", "client-visible") == f"{median:.0f}"
     assert _cell(result, "broker-failure", "sequential", "client-visible") == "-"
     assert f"| {median:,.0f} (" in failover_report.markdown(result)
+
+
+def test_a_failing_reference_client_is_reported_and_the_run_goes_on(tmp_path, zk_server, monkeypatch):
+    """aiozk-reference is a reference, not a floor: when aiozk fails (its session timed out on
+    100,000 concurrent reads in the 2026-11-27 scaling run, the last step of an hour's run), the
+    benchmark says so in `skipped` and finishes with the other modes."""
+    from benchmarks import floors
+
+    async def failing(*args, **kwargs):
+        raise TimeoutError("aiozk session timed out")
+
+    monkeypatch.setattr(floors, "aiozk_reference", failing)
+    code = main(["bench", "failover", "--partitions", "100", "--runs", "1", "--out", str(tmp_path),
+                 "--scenarios", "controller-failover", "--modes", "zk-floor,aiozk-reference",
+                 "--zookeeper", zk_server.connect_string])
+    assert code == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert set(result["scenarios"]["controller-failover"]) == {"zk-floor"}
+    assert result["skipped"]["100"] == {"controller-failover aiozk-reference":
+                                        "aiozk failed: TimeoutError: aiozk session timed out"}
