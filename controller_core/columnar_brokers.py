@@ -133,15 +133,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
             lkey = (codes[j], r)
             offline_log[lkey].append(tp)
 
-    lai = d.lai
-    for b, tps in lai_lists.items():
-        per = lai.get(b)
-        if per is None:
-            lai[b] = dict.fromkeys(tps, False)
-        else:
-            for tp in tps:
-                if tp not in per:
-                    per[tp] = False
+    d.add_leader_and_isr(lai_lists)
     if e_tps or t_tps:
         d.um_everyone = True
         if not d.um_all:

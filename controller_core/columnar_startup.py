@@ -78,15 +78,7 @@ def replicas_online(d: Draft, new: Collection[int]) -> bool:
             else:
                 group.append(tp)
 
-    lai = d.lai
-    for b, b_tps in lai_lists.items():
-        per = lai.get(b)
-        if per is None:
-            lai[b] = dict.fromkeys(b_tps, False)
-        else:
-            for tp in b_tps:
-                if tp not in per:
-                    per[tp] = False
+    d.add_leader_and_isr(lai_lists)
     if lai_lists:
         d.um_everyone = True
         if not d.um_all:

@@ -17,7 +17,7 @@ Two rules of the asynchronous shell live here:
 from __future__ import annotations
 
 from itertools import chain, compress
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 import attrs
 import numpy as np
@@ -399,6 +399,20 @@ class Draft:
         self.um_everyone = True
         if not self.um_all:
             self.um_tps[tp] = None
+
+    def add_leader_and_isr(self, per_broker: Mapping[int, list]) -> None:
+        """LeaderAndIsr (not new) of many partitions per broker, in each list's order: the batch
+        `send_leader_and_isr` would build, broker by broker, for the whole-cluster decisions
+        over the columns. Their UpdateMetadata is the caller's (`um_tps`, in its own order)."""
+        lai = self.lai
+        for b, tps in per_broker.items():
+            per = lai.get(b)
+            if per is None:
+                lai[b] = dict.fromkeys(tps, False)
+            else:
+                for tp in tps:
+                    if tp not in per:
+                        per[tp] = False
 
     def send_update_metadata(self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None) -> None:
         """UpdateMetadata of `tps` (ALL: every partition with a leader) to `brokers`."""
