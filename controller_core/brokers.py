@@ -59,17 +59,17 @@ def _remove(d: Draft, ids: list[int]) -> None:
 def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
     # existing brokers learn about the new ones, new ones learn everything
     d.send_update_metadata_to_all(ALL)
-    if columnar_startup.replicas_online(d, new):  # the same transitions over the columns (common case)
-        on_replicas = ()  # (only when no topic is queued for deletion: nothing to resume below)
-    else:
+    moved = columnar_startup.replicas_online(d, new)  # the same transitions over the columns
+    if moved is None:  # (not the common case: the rule)
         on_replicas = R.replicas_on(d, new)
         R.move(d, on_replicas, ReplicaState.ONLINE)
+        moved = [tp for tp, _ in on_replicas]
     P.trigger_online_state_change(d)
     for tp in sorted(d.reassigning):
         info = d.info(tp)
         if info is not None and any(r in new for r in info.assignment.target_replicas):
             reassignment.on_partition_reassignment(d, tp, info.assignment)
-    deleting = {tp.topic for tp, _ in on_replicas if d.queued_for_deletion(tp.topic)}
+    deleting = {tp.topic for tp in moved if d.queued_for_deletion(tp.topic)} if d.topics_to_delete else ()
     if deleting:
         deletion.resume_for_topics(d, deleting)
 

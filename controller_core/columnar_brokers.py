@@ -11,10 +11,12 @@ whose partitions are all Online with a leader-and-ISR, where every election succ
   taken from the columns, not from one `PartitionInfo` per partition;
 - the new state is written into the columns of the changed chunks, column by column.
 
-Anything else (a partition New or Offline, without a state, written by a newer controller, in a
-topic being deleted, a replica whose state may not go Offline, an election that fails or would
-be unclean, which may need the issue-22 re-read) returns False before touching the draft, and
-the caller runs the scalar path: the exceptions stay where the readable rules are.
+Partitions of topics queued for deletion are left out of all of it, as the rule leaves them out:
+their dead replicas fail the deletion (`deletion.fail_replica_deletion`, the rule's own call,
+after the columns are written). Anything else (a partition New or Offline, without a state,
+written by a newer controller, a replica whose state may not go Offline, an election that fails
+or would be unclean, which may need the issue-22 re-read) returns False before touching the
+draft, and the caller runs the scalar path: the exceptions stay where the readable rules are.
 tests/core/test_columnar_brokers.py checks on random clusters that `step()` gives the same
 state and commands with and without this path.
 """
@@ -25,6 +27,7 @@ from typing import Collection
 
 import numpy as np
 
+from . import deletion
 from . import vector_election as V
 from .columns import P_CODE, R_CODE, REPLICA_STATES, _cut
 from .draft import ALL, Draft
@@ -42,7 +45,7 @@ _ELECT = ("elect", "offline")
 def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     """Decide the failure of `dead` (already removed from the draft's brokers) if it is the
     common case (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.topics_to_delete or d.writes:
+    if not ENABLED or d.writes:
         return False  # (a draft that already wrote would need the first write's expected version)
     image = d.partitions
     if image.odd or not image.count:
@@ -50,6 +53,10 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     live = d.live
     epoch = d.epoch
     present = image.column("present")
+    deleting = image.topic_mask(d.topics_to_delete) if d.topics_to_delete else None
+    if deleting is not None:
+        in_deletion = present & deleting
+        present = present & ~deleting
     has = image.column("has_state")
     leader = image.column("leader")
     pstate = image.column("pstate")
@@ -169,11 +176,19 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         intents.update(zip(w_tps[len(e_tps):], [acc[r] for r in shrink_rows.tolist()]))
     written_columns = d.write_rows(w_tps, w_rows, f_leader[w_rows], f_epoch[w_rows], f_isr[w_rows])
 
-    if not len(elect_rows):
-        d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader moved
-
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate[t_rows].copy()
     new_rstate[dead_replica[t_rows]] = _R_OFFLINE
     d.replace_image(image.with_columns((w_rows, written_columns), (t_rows, {"rstate": new_rstate})))
+
+    if deleting is not None:  # the dead replicas of topics being deleted: the rule's own walk
+        gone = V.member(replicas, dead) & in_deletion[:, None]
+        d_rows = np.flatnonzero(gone.any(axis=1))
+        if len(d_rows):
+            deletion.fail_replica_deletion(d, sorted(
+                (tp, r) for tp, row in zip(image.tps(d_rows), replicas[d_rows].tolist()) for r in _cut(row)
+                if r in dead))
+    if not len(elect_rows):
+        d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader moved
     return True
+

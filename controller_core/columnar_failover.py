@@ -15,9 +15,11 @@ brokers died with the old controller:
 - the request batch, the state-change log and the writes are filled in the order the walk fills
   them, from the columns, so the commands and their digest are the same.
 
+Partitions of topics queued for deletion are told their state in (a), as the walk tells them,
+and left out of (b) and (c), as the walk leaves them out (their deletion resumes afterwards).
 Anything else (a partition without a state, a state written by a newer controller, an ISR member
-that is not assigned, a topic queued for deletion, an election that fails or would be unclean, a
-partition the columns cannot hold) returns False before touching the draft, and the caller walks
+that is not assigned, an election that fails or would be unclean, a partition the columns cannot
+hold) returns False before touching the draft, and the caller walks
 the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()` gives
 the same state and commands with and without this path.
 """
@@ -45,7 +47,7 @@ _ELECT = ("elect", "offline")
 def start_machines(d: Draft) -> bool:
     """Steps 2 and 3 of `on_elected` over the columns if the cluster allows it (see the module
     docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.topics_to_delete or d.writes or d.log or d.lai or d.stop:
+    if not ENABLED or d.writes or d.log or d.lai or d.stop:
         return False
     image = d.partitions
     if image.odd or not image.count:
@@ -57,14 +59,16 @@ def start_machines(d: Draft) -> bool:
     pstate = image.column("pstate")[rows]
     if not image.column("has_state")[rows].all() or ((pstate != _ONLINE) & (pstate != _OFFLINE)).any():
         return False  # New partitions: their first election is the walk's
-    if (image.column("controller_epoch")[rows] > epoch).any():
+    # the partitions of topics queued for deletion: told their state, nothing more
+    kept = ~image.topic_mask(d.topics_to_delete)[rows] if d.topics_to_delete else np.ones(len(rows), bool)
+    if (image.column("controller_epoch")[rows][kept] > epoch).any():
         return False  # states written by a newer controller are refused one by one
     replicas = image.column("replicas")[rows]
     isr = image.column("isr")[rows]
-    if ((isr != PAD) & ~V.contained(isr, replicas)).any():
+    if ((isr != PAD) & ~V.contained(isr, replicas))[kept].any():
         return False  # a half-done reassignment to repair
     assigned = replicas != PAD
-    dead_at = assigned & ~V.member(replicas, live)
+    dead_at = assigned & ~V.member(replicas, live) & kept[:, None]
     if (dead_at & ~np.isin(image.column("rstate")[rows], _OFFLINE_FROM)).any():
         return False
 
@@ -72,7 +76,8 @@ def start_machines(d: Draft) -> bool:
     if not image.in_order:  # rows in partition order: no sort
         order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
         tps = [tps[k] for k in order.tolist()]
-        rows, pstate, replicas, isr, dead_at = rows[order], pstate[order], replicas[order], isr[order], dead_at[order]
+        rows, pstate, replicas, isr, dead_at, kept = (rows[order], pstate[order], replicas[order], isr[order],
+                                                     dead_at[order], kept[order])
     n = len(rows)
 
     # -- the new columns: each dead replica leaves the ISR (sorted broker order within a
@@ -89,7 +94,7 @@ def start_machines(d: Draft) -> bool:
         written[hit] = True
         for k in hit.tolist():
             intents[k].append(("shrink", b))
-    elect = np.flatnonzero(pstate == _OFFLINE)
+    elect = np.flatnonzero((pstate == _OFFLINE) & kept)
     ok, new_leader, new_isr, _ = V.offline(replicas[elect], isr[elect], live, np.zeros(len(elect), bool))
     if not ok.all():
         return False  # a refused election (maybe on a stale ISR: issue 22) or an unclean one

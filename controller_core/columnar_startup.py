@@ -10,8 +10,9 @@ and state-change log filled per broker in the rule's order (sorted partitions, t
 and one column write.
 
 The common case only: every replica concerned is in a state that may go Online and is not New
-(New -> Online may repair an assignment and sends nothing), and no topic is queued for
-deletion. Otherwise False, with the draft untouched, and the caller walks the rule.
+(New -> Online may repair an assignment and sends nothing). Otherwise None, with the draft
+untouched, and the caller walks the rule. Replicas of topics queued for deletion move as the
+others do (the rule has no exception for them); the caller resumes their deletion afterwards.
 tests/core/test_columnar_startup.py checks `step()` gives the same state and commands both ways.
 """
 from __future__ import annotations
@@ -35,25 +36,26 @@ _ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE
                         np.int8)
 
 
-def replicas_online(d: Draft, new: Collection[int]) -> bool:
+def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     """`replicas.move(d, replicas_on(d, new), ONLINE)` for the common case (see the module
-    docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.topics_to_delete:
-        return False
+    docstring): the partitions whose replicas moved, sorted; None, with the draft untouched, if
+    the case is not the common one."""
+    if not ENABLED:
+        return None
     image = d.partitions
     if image.odd:
-        return False
+        return None
     if not image.count:
-        return True  # no partition: no replica to move
+        return []  # no partition: no replica to move
     present = image.column("present")
     replicas = image.column("replicas")
     on = V.member(replicas, new) & present[:, None]
     rows = np.flatnonzero(on.any(axis=1))
     if not len(rows):
-        return True
+        return []
     rstate = image.column("rstate")
     if not np.isin(rstate[rows][on[rows]], _ONLINE_FROM).all():
-        return False
+        return None
 
     # the rule's order: (partition, replica) pairs sorted
     tps = image.tps(rows)
@@ -88,4 +90,4 @@ def replicas_online(d: Draft, new: Collection[int]) -> bool:
     new_rstate = rstate[rows].copy()
     new_rstate[on[rows]] = _R_ONLINE
     d.replace_image(image.with_columns((rows, {"rstate": new_rstate})))
-    return True
+    return tps

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from itertools import chain, compress
 from operator import itemgetter
-from typing import Iterable, Iterator, Mapping, NamedTuple
+from typing import Collection, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -916,6 +916,12 @@ class PartitionImage:
         last = self.size - (len(parts) - 1) * CHUNK
         parts[-1] = parts[-1][:last]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def topic_mask(self, topics: Collection[str]) -> np.ndarray:
+        """A mask over every used row: the partitions of `topics`. (One membership test per row,
+        a few milliseconds at 100,000 partitions; the decisions ask only while a deletion is
+        queued.)"""
+        return np.fromiter((tp.topic in topics for chunk in self.tp_chunks for tp in chunk), bool, self.size)
 
     def tps(self, rows: np.ndarray) -> list[TopicPartition]:
         """The partitions of row ids."""

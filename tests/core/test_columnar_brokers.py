@@ -1,6 +1,7 @@
 """A broker failure decided over the columns gives exactly the state and the commands of the
 scalar rules (brokers.on_broker_failure), on random clusters: healthy ones, where the columnar
-path decides, and any shape (empty ISRs, members that are not assigned, leaderless and New
+path decides (with or without a topic queued for deletion, which it leaves to the deletion's
+own rule), and any shape (empty ISRs, members that are not assigned, leaderless and New
 partitions, unclean election allowed or not, refusals that re-read the ISR first), where it
 must hand over to the scalar path untouched. The digest of the commands is compared too: it is
 what the journal records."""
@@ -37,11 +38,12 @@ def healthy_clusters(draw):
     return topics, states, (), list(BROKERS), sorted(dying), draw(st.booleans())
 
 
-def both_ways(cluster):
+def both_ways(cluster, to_delete=()):
     topics, states, configs, alive, dying, unclean_default = cluster
     config = ControllerConfig(broker_id=alive[0], auto_leader_rebalance_enable=False,
                               unclean_leader_election_enable=unclean_default)
-    state, _ = elected(brokers=tuple(alive), topics=topics, states=states, config=config, topic_configs=configs)
+    state, _ = elected(brokers=tuple(alive), topics=topics, states=states, config=config, topic_configs=configs,
+                       topics_to_delete=frozenset(to_delete))
     if state.pending or state.rechecking:
         return None
     event = E.BrokersChanged(at=AT, brokers=tuple(broker(b) for b in alive if b not in dying))
@@ -74,15 +76,28 @@ def assert_same(fast, slow):
 
 
 @settings(max_examples=150, deadline=None)
-@given(healthy_clusters())
-def test_a_failure_in_a_healthy_cluster_is_decided_over_the_columns_as_the_rules_decide_it(cluster):
-    out = both_ways(cluster)
+@given(healthy_clusters(), st.data())
+def test_a_failure_in_a_healthy_cluster_is_decided_over_the_columns_as_the_rules_decide_it(cluster, data):
+    topics, states, _, _, dying, _ = cluster
+    to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), max_size=2, unique=True), "to_delete")
+    out = both_ways(cluster, to_delete)
     if out is None:
         return
     fast, slow, taken = out
-    topics, states, _, _, dying, _ = cluster
-    electable = all(any(r not in dying for r in li.isr) for li in states.values())
+    electable = all(any(r not in dying for r in li.isr) for tp, li in states.items() if tp.topic not in to_delete)
     assert taken == [electable]  # where an election would fail, the scalar rules decide (and re-read)
+    assert_same(fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters(), st.data())
+def test_a_failure_with_topics_queued_for_deletion_gives_the_commands_of_the_rules(cluster, data):
+    topics = cluster[0]
+    to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, max_size=2, unique=True), "to_delete")
+    out = both_ways(cluster, to_delete)
+    if out is None:
+        return
+    fast, slow, _ = out
     assert_same(fast, slow)
 
 

@@ -46,12 +46,13 @@ def electable(cluster) -> bool:
     return all(li.leader not in dying or any(r not in dying for r in li.isr) for li in states.values())
 
 
-def both_ways(cluster, epoch=2):
+def both_ways(cluster, epoch=2, to_delete=()):
     topics, states, configs, alive, dying, unclean_default = cluster
     config = ControllerConfig(broker_id=alive[0], auto_leader_rebalance_enable=False,
                               unclean_leader_election_enable=unclean_default)
     event = E.ControllerElected(at=AT, epoch=epoch, epoch_zk_version=epoch - 1, snapshot=snapshot(
-        tuple(b for b in alive if b not in dying), topics, states, topic_configs=configs))
+        tuple(b for b in alive if b not in dying), topics, states, topic_configs=configs,
+        topics_to_delete=frozenset(to_delete)))
     taken = []
     real = columnar_failover.start_machines
 
@@ -86,6 +87,29 @@ def test_a_cluster_with_states_is_started_over_the_columns_as_the_walk_starts_it
     fast, slow, taken = both_ways(cluster, epoch)
     newer = any(li.controller_epoch > epoch for li in cluster[1].values())  # refused one by one: the walk
     assert taken == [electable(cluster) and not newer]
+    assert_same(fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(healthy_clusters(), st.data())
+def test_topics_queued_for_deletion_are_told_their_state_and_left_out_of_the_rest(cluster, data):
+    """The walk tells a deleting topic's live replicas its state and neither shrinks nor elects
+    it; the columns do the same, so a queued deletion no longer sends a whole cluster's start
+    down the walk."""
+    topics, states, _, _, dying, _ = cluster
+    to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, max_size=2, unique=True), "to_delete")
+    fast, slow, taken = both_ways(cluster, 2, to_delete)
+    kept = {t: li for t, li in states.items() if t.topic not in to_delete}
+    rest = (topics, kept, (), cluster[3], dying, False)
+    assert taken == [electable(rest) and not any(li.controller_epoch > 2 for li in kept.values())]
+    assert_same(fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters(), st.data())
+def test_any_cluster_gives_the_commands_of_the_walk_with_or_without_deletions(cluster, data):
+    to_delete = data.draw(st.lists(st.sampled_from(sorted(cluster[0])), max_size=2, unique=True), "to_delete")
+    fast, slow, _ = both_ways(cluster, 2, to_delete)
     assert_same(fast, slow)
 
 

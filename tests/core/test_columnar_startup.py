@@ -80,9 +80,28 @@ def test_a_healthy_comeback_is_decided_over_the_columns():
     out = both_ways((topics, states, (), [2, 3], [1], [], False, []))
     assert out is not None
     fast, slow, taken = out
-    assert taken == [True]
+    assert taken == [[tp("a", 0), tp("a", 1), tp("a", 2), tp("b", 0), tp("b", 1)]]
     assert_same(fast, slow)
     commands = fast[1]
     lai = [c for c in commands if type(c).__name__ == "SendLeaderAndIsr" and c.broker_id == 1]
     assert lai and sorted((p.tp.topic, p.tp.partition) for p in lai[0].partitions) == [
         ("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+
+
+def test_a_comeback_with_a_topic_queued_for_deletion_is_decided_over_the_columns_and_resumes_it():
+    """Broker 1 died with the old controller: the replicas of `b` (queued for deletion) on it are
+    DeletionIneligible, and `b`'s deletion waits for it. Its return moves them Online over the
+    columns, and the deletion resumes (StopReplica with delete) as the rule resumes it."""
+    from controller_core.values import LeaderIsr
+    from .builders import tp
+    topics = {"a": [[1, 2], [2, 1]], "b": [[1, 2], [2, 1]]}
+    states = {tp(t, p): LeaderIsr(2, 1, (2,), 1, 0) for t in topics for p in (0, 1)}
+    out = both_ways((topics, states, (), [2, 3], [1], [], False, ["b"]))
+    assert out is not None
+    fast, slow, taken = out
+    assert taken and taken[0] is not None
+    assert_same(fast, slow)
+    from .builders import settle
+    _, commands = settle(*fast)  # (the requests follow the write of the elections)
+    stops = [c for c in commands if type(c).__name__ == "SendStopReplica" and c.delete]
+    assert stops, "the deletion of b resumes once its replicas are back"
