@@ -63,3 +63,39 @@ def leader_isr(state, t, p) -> LeaderIsr:
 
 def of_type(commands, cls):
     return [c for c in commands if isinstance(c, cls)]
+
+
+def both_paths(module, entry: str, run):
+    """`run()` (a `step()`) twice: first with `module.<entry>` (a columnar path) spied on, its
+    answers recorded in order, then with `module.ENABLED` off, so the rules decide alone.
+    Returns (fast, slow, taken): the two `step()` results and what the columnar path answered
+    each time it was asked (whether it decided)."""
+    taken = []
+    real = getattr(module, entry)
+
+    def spy(*args):
+        taken.append(real(*args))
+        return taken[-1]
+
+    setattr(module, entry, spy)
+    try:
+        fast = run()
+    finally:
+        setattr(module, entry, real)
+    module.ENABLED = False
+    try:
+        slow = run()
+    finally:
+        module.ENABLED = True
+    return fast, slow, taken
+
+
+def assert_same(fast, slow):
+    """Two `step()` results agree: the same commands (and their digest, what the journal
+    records) and the same state (and its encoding)."""
+    from controller_core import codec
+    (fs, fc), (ss, sc) = fast, slow
+    assert fc == sc
+    assert codec.digest(fc) == codec.digest(sc)
+    assert fs == ss
+    assert codec.encode_state(fs) == codec.encode_state(ss)

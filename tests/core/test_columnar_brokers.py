@@ -10,13 +10,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller_core import codec, columnar_brokers
+from controller_core import columnar_brokers
 from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, broker, elected, tp
+from .builders import AT, assert_same, both_paths, broker, elected, tp
 from .test_columnar_failure import BROKERS, clusters
 
 
@@ -47,32 +47,7 @@ def both_ways(cluster, to_delete=()):
     if state.pending or state.rechecking:
         return None
     event = E.BrokersChanged(at=AT, brokers=tuple(broker(b) for b in alive if b not in dying))
-    taken = []
-    real = columnar_brokers.on_broker_failure
-
-    def spy(d, dead):
-        taken.append(real(d, dead))
-        return taken[-1]
-
-    columnar_brokers.on_broker_failure = spy
-    try:
-        fast = step(state, event)
-    finally:
-        columnar_brokers.on_broker_failure = real
-    columnar_brokers.ENABLED = False
-    try:
-        slow = step(state, event)
-    finally:
-        columnar_brokers.ENABLED = True
-    return fast, slow, taken
-
-
-def assert_same(fast, slow):
-    (fs, fc), (ss, sc) = fast, slow
-    assert fc == sc
-    assert codec.digest(fc) == codec.digest(sc)
-    assert fs == ss
-    assert codec.encode_state(fs) == codec.encode_state(ss)
+    return both_paths(columnar_brokers, "on_broker_failure", lambda: step(state, event))
 
 
 @settings(max_examples=150, deadline=None)

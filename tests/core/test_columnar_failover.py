@@ -8,13 +8,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller_core import codec, columnar_failover
+from controller_core import columnar_failover
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, snapshot, tp
+from .builders import AT, assert_same, both_paths, snapshot, tp
 from .test_columnar_failure import BROKERS, clusters
 
 
@@ -53,32 +53,7 @@ def both_ways(cluster, epoch=2, to_delete=()):
     event = E.ControllerElected(at=AT, epoch=epoch, epoch_zk_version=epoch - 1, snapshot=snapshot(
         tuple(b for b in alive if b not in dying), topics, states, topic_configs=configs,
         topics_to_delete=frozenset(to_delete)))
-    taken = []
-    real = columnar_failover.start_machines
-
-    def spy(d):
-        taken.append(real(d))
-        return taken[-1]
-
-    columnar_failover.start_machines = spy
-    try:
-        fast = step(initial_state(config), event)
-    finally:
-        columnar_failover.start_machines = real
-    columnar_failover.ENABLED = False
-    try:
-        slow = step(initial_state(config), event)
-    finally:
-        columnar_failover.ENABLED = True
-    return fast, slow, taken
-
-
-def assert_same(fast, slow):
-    (fs, fc), (ss, sc) = fast, slow
-    assert fc == sc
-    assert codec.digest(fc) == codec.digest(sc)
-    assert fs == ss
-    assert codec.encode_state(fs) == codec.encode_state(ss)
+    return both_paths(columnar_failover, "start_machines", lambda: step(initial_state(config), event))
 
 
 @settings(max_examples=100, deadline=None)

@@ -12,7 +12,7 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller_core import codec, columnar_shutdown
+from controller_core import columnar_shutdown
 from controller_core import commands as C
 from controller_core import events as E
 from controller_core.machines import PartitionState, ReplicaState
@@ -20,7 +20,7 @@ from controller_core.state import ControllerConfig
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, elected, of_type, run, tp
+from .builders import AT, assert_same, both_paths, elected, of_type, run, tp
 
 BROKERS = (1, 2, 3, 4, 5, 6)
 
@@ -97,32 +97,7 @@ def healthy_clusters(draw):
 
 def both_ways(state, event):
     """`step()` with the columnar path (and whether it decided), then without it."""
-    taken = []
-    real = columnar_shutdown.on_controlled_shutdown
-
-    def spy(d, broker_id):
-        taken.append(real(d, broker_id))
-        return taken[-1]
-
-    columnar_shutdown.on_controlled_shutdown = spy
-    try:
-        fast = step(state, event)
-    finally:
-        columnar_shutdown.on_controlled_shutdown = real
-    columnar_shutdown.ENABLED = False
-    try:
-        slow = step(state, event)
-    finally:
-        columnar_shutdown.ENABLED = True
-    return fast, slow, taken
-
-
-def assert_same(fast, slow):
-    (fs, fc), (ss, sc) = fast, slow
-    assert fc == sc
-    assert codec.digest(fc) == codec.digest(sc)
-    assert fs == ss
-    assert codec.encode_state(fs) == codec.encode_state(ss)
+    return both_paths(columnar_shutdown, "on_controlled_shutdown", lambda: step(state, event))
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,9 +13,8 @@ from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.step import step
 
-from .builders import AT, broker, elected
-from .test_columnar_brokers import assert_same
-from .test_columnar_failure import BROKERS, clusters
+from .builders import AT, assert_same, both_paths, broker, elected
+from .test_columnar_failure import clusters
 
 
 @st.composite
@@ -40,24 +39,7 @@ def both_ways(case):
         return None
     listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
     event = E.BrokersChanged(at=AT, brokers=listing)
-    taken = []
-    real = columnar_startup.replicas_online
-
-    def spy(d, new):
-        taken.append(real(d, new))
-        return taken[-1]
-
-    columnar_startup.replicas_online = spy
-    try:
-        fast = step(state, event)
-    finally:
-        columnar_startup.replicas_online = real
-    columnar_startup.ENABLED = False
-    try:
-        slow = step(state, event)
-    finally:
-        columnar_startup.ENABLED = True
-    return fast, slow, taken
+    return both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
 
 
 @settings(max_examples=200, deadline=None)

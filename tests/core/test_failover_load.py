@@ -21,7 +21,7 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition
 
-from .builders import AT, broker, settle
+from .builders import AT, assert_same, broker, settle
 
 BROKERS = (1, 2, 3, 4, 5, 6)
 
@@ -129,14 +129,6 @@ def both_ways(snap, epoch):
     finally:
         columnar_load.ENABLED = True
     return fast, slow
-
-
-def assert_same(fast, slow):
-    (fs, fc), (ss, sc) = fast, slow
-    assert fc == sc
-    assert codec.digest(fc) == codec.digest(sc)
-    assert fs == ss
-    assert codec.encode_state(fs) == codec.encode_state(ss)
 
 
 def _plain(snap) -> bool:
