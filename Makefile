@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(VENV)/bin/kctl demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 # The tests marked `slow` (longer than make test can afford: the Spark local-cluster and
 # standalone-cluster jobs, a few planted-fault Spark audits, the incremental and --follow replays,

@@ -498,6 +498,14 @@ def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
     out = {"total_ms": total, "phases_ms": {"watch_delivery": watch, "queue": queue, "step": step, "journal": journal,
                                             "zk_writes": zk_writes, "broker_round_trip": round_trip,
                                             "other": max(total - known, 0.0)}}
+    by_type: dict[str, dict] = {}  # where the step and journal phases go, event type by event type
+    for event, t in probe.events:
+        row = by_type.setdefault(type(event).__name__, {"count": 0, "step_ms": 0.0, "journal_ms": 0.0, "queue_ms": 0.0})
+        row["count"] += 1
+        row["step_ms"] += t["step_ms"] + t["execute_ms"]
+        row["journal_ms"] += t["journal_ms"]
+        row["queue_ms"] += t["queue_ms"]
+    out["events"] = by_type
     if probe.cpu is not None:
         out["cpu"] = probe.cpu
     if probe.peak_rss_mb is not None:
@@ -529,6 +537,8 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
     rss = [s["peak_rss_mb"] for s in samples if s.get("peak_rss_mb") is not None]
     if rss:
         out["peak_rss_mb"] = statistics.median(rss)
+    if samples and "events" in samples[0]:  # the median run's breakdown by event type
+        out["events_of_median_run"] = sorted(samples, key=lambda s: s["total_ms"])[len(samples) // 2]["events"]
     if unprepared is not None:
         out["unprepared_ms"] = unprepared["total_ms"]
         out["unprepared_phases_ms"] = unprepared["phases_ms"]

@@ -4,6 +4,10 @@ Every input of `step()` arrives here as an event: ZooKeeper watches, broker resp
 outcomes, timers, elections. The loop takes one event at a time, appends it to the journal and
 makes it durable (write-ahead), runs the pure `step()`, and hands the commands to the executor,
 which starts their I/O without waiting for it: outcomes come back through the same queue.
+Write-ahead constrains what is *done*, not what is computed: the first event of a batch is
+decided while the batch's fsync runs (on the journal's thread), and its decision is adopted and
+executed only once the record is durable. A whole-cluster decision (tens to hundreds of ms)
+then hides the fsync instead of waiting behind it.
 Each event's commands are also summarised in an "effects" record (a digest, linked to the event
 by `event_seq`) so that the replay can check it recomputes the same decisions. Hashing the
 commands of a 10,000-partition failover takes longer than deciding it, so effects are computed
@@ -192,7 +196,8 @@ class ControllerLoop:
     async def run(self, max_batch: int = 512) -> None:
         """Process events forever. Whatever is queued is taken as one batch: its events are
         appended, made durable together (group commit: one fsync for the batch under "batch",
-        one per event under "always"), and only then decided and executed one by one."""
+        one per event under "always"), and decided and executed one by one, none executed
+        before the batch is durable (the first is decided while the fsync runs)."""
         worker = asyncio.create_task(self._effects_worker(), name="journal-effects")
         gc_worker = asyncio.create_task(self._gc_worker(), name="gc-burst")
         self._gc_worker_running = True
@@ -227,6 +232,7 @@ class ControllerLoop:
             return
         per_event = journal.policy == "always"
         appended = []
+        sync = None
         try:
             for event, enqueued in batch:
                 t0 = time.perf_counter()
@@ -245,19 +251,18 @@ class ControllerLoop:
                 if per_event:
                     await journal.sync()
                 appended.append((event, enqueued, seq, time.perf_counter() - t0))
-            t_sync = time.perf_counter()
-            if not per_event:
-                await journal.sync()
+            if not per_event:  # the batch's group commit runs while its first event is decided
+                sync = asyncio.ensure_future(journal.sync())
+            for k, (event, enqueued, seq, journal_s) in enumerate(appended):
+                self.last_seq = seq
+                await self.process(event, enqueued, journaled_s=journal_s, durable=sync if k == 0 else None)
         except JournalWriteError as exc:
             # nothing of this batch was acted on (under "always" the events synced before the
             # failure were not either: acting on fewer events than are durable is safe)
+            self.processing = None
             self._journal_failed(exc)
             self._without_journal(batch)
             return
-        sync_share = (time.perf_counter() - t_sync) / len(batch)
-        for event, enqueued, seq, journal_s in appended:
-            self.last_seq = seq
-            await self.process(event, enqueued, journaled_s=journal_s + sync_share)
 
     # -- an unusable journal ------------------------------------------------------------------
 
@@ -341,8 +346,12 @@ class ControllerLoop:
             self._epoch_for_journal = event.epoch
         return self._epoch_for_journal
 
-    async def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0) -> tuple:
-        """Decide and execute one event whose journal record (if any) is already durable."""
+    async def process(self, event, enqueued: float | None = None, journaled_s: float = 0.0,
+                      durable: asyncio.Future | None = None) -> tuple:
+        """Decide and execute one event whose journal record (if any) is durable, or will be
+        when `durable` (the batch's sync, running meanwhile) completes: the decision is computed
+        in the meantime but neither adopted nor executed before. A failed sync raises its
+        `JournalWriteError` here, with `self.state` untouched."""
         t1 = time.perf_counter()
         self.processing = event
         before = self.state
@@ -352,9 +361,15 @@ class ControllerLoop:
             state, commands = await asyncio.to_thread(step, before, event)
         else:
             state, commands = step(before, event)
+        t2 = time.perf_counter()
+        if durable is not None:
+            await durable
+            waited = time.perf_counter() - t2
+            journaled_s += waited  # (only the part of the fsync the decision did not hide)
+            t1 += waited  # (queue time ends where the decision started; step time excludes the wait)
+            t2 += waited
         self.state = state
         self._epoch_for_journal = state.epoch
-        t2 = time.perf_counter()
         if commands and self.executor is not None:
             self.executor.execute(commands, state)
         t3 = time.perf_counter()

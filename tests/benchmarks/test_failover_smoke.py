@@ -42,6 +42,11 @@ def test_bench_failover_smoke(smoke):
                 assert "unprepared_ms" not in s
             else:  # one more run, started without gc.collect() and the sleep
                 assert s["unprepared_ms"] > 0 and set(s["unprepared_phases_ms"]) == set(s["phases_ms"])
+                events = s["events_of_median_run"]  # the step and journal phases, event type by type
+                trigger = {"broker-failure": "BrokersChanged", "controlled-shutdown": "ControlledShutdownRequested",
+                           "controller-failover": "ControllerElected"}[scenario]
+                assert events[trigger]["count"] >= 1 and "PartitionStatesWritten" in events
+                assert all(e["step_ms"] >= 0 and e["journal_ms"] >= 0 for e in events.values())
     assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
     assert "gc.collect()" in result["note"]
     assert (out / "failover.png").stat().st_size > 1000
