@@ -124,6 +124,7 @@ class _Compiler:
             "_dec_event": decode_event,
         }
         self.count = 0
+        self.floats = False  # whether any compiled type has a float field
         self.nodes: dict[Any, _Node] = {}
         self.encoders: dict[type, Callable] = {}
         self.decoders: dict[type, Callable] = {}
@@ -167,6 +168,7 @@ class _Compiler:
             cls = _NONE if hint is None else hint
             return self._exact(frozenset({cls}))
         if hint is float:
+            self.floats = True
             return _Node(
                 enc=lambda s: s,
                 dec=lambda s: f"({s} if {s}.__class__ is _float else _float({s}) if {s}.__class__ is _int else _bad({s}, 'a number'))",

@@ -157,6 +157,7 @@ class ControllerLoop:
         self.killed = False
         if journal is not None:
             journal.snapshot_provider = self._snapshot
+            journal.snapshot_floats = not codec.FLOAT_FREE
 
     def put(self, event) -> None:
         """Enqueue an event (watch callbacks, senders, timers, the election all call this)."""
@@ -247,7 +248,8 @@ class ControllerLoop:
                     body = await asyncio.to_thread(codec.encode_event, event)
                 else:
                     body = codec.encode_event(event)
-                seq = journal.append("event", body, controller_epoch=self._journal_epoch(event), at=event.at)
+                seq = journal.append("event", body, controller_epoch=self._journal_epoch(event), at=event.at,
+                                     floats=not codec.FLOAT_FREE)
                 if per_event:
                     await journal.sync()
                 appended.append((event, enqueued, seq, time.perf_counter() - t0))
@@ -322,6 +324,7 @@ class ControllerLoop:
             log.debug("journal still unusable: %s", exc)
             return False
         journal.snapshot_provider = self._snapshot
+        journal.snapshot_floats = not codec.FLOAT_FREE
         self.journal = journal
         self.journal_failure = None
         log.info("controller journal %s is writable again (records up to seq %d)", journal.directory,

@@ -120,9 +120,12 @@ class JournalWriteError(JournalError):
 
 
 def encode_record(
-    seq: int, controller_id: int, controller_epoch: int, at: int, type: str, v: int, body: dict
+    seq: int, controller_id: int, controller_epoch: int, at: int, type: str, v: int, body: dict,
+    floats: bool = True,
 ) -> bytes:
-    """One complete record line, "\\n" included (see the module docstring for the rule)."""
+    """One complete record line, "\\n" included (see the module docstring for the rule).
+    `floats=False`: the caller vouches that `body` holds no float (the codec's bodies:
+    `controller_core.codec.FLOAT_FREE`), which spares the walk that tells NaN from None."""
     record = {
         "seq": seq,
         "controller_id": controller_id,
@@ -141,7 +144,7 @@ def encode_record(
         rest = b""
     # orjson also writes NaN and infinities as null, which the format forbids: where a null
     # appears, make sure no float is behind it (codec bodies hold no floats at all)
-    if not rest or not rest.isascii() or (b"null" in rest and _has_float(body)):
+    if not rest or not rest.isascii() or (floats and b"null" in rest and _has_float(body)):
         rest = _dumps(record).encode("ascii")
     return b'{"crc":"%08x",' % zlib.crc32(rest) + rest[1:] + b"\n"
 
@@ -291,6 +294,7 @@ class Journal:
         self._segment_bytes = segment_bytes
         self._compress = compress_closed
         self.snapshot_provider = provider
+        self.snapshot_floats = True  # False: the provider's bodies hold no float (see `encode_record`)
         self.recovery_notes: list[str] = []
 
         self._lock_fd = os.open(directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -414,14 +418,16 @@ class Journal:
         """Every record with a seq up to this one has been fsynced."""
         return self._durable_seq
 
-    def append(self, type: str, body: dict, *, controller_epoch: int, at: int, v: int = 1) -> int:
+    def append(self, type: str, body: dict, *, controller_epoch: int, at: int, v: int = 1,
+               floats: bool = True) -> int:
         """Encode and buffer one record; return its seq. Durable only after `sync()`.
+        (`floats`: see `encode_record`.)
 
         Raises TypeError/ValueError (and consumes no seq) when `body` is not JSON-compatible,
         and `JournalWriteError` when the journal has failed or a write fails now.
         """
         self._check_usable()
-        line = encode_record(self._next_seq, self._controller_id, controller_epoch, at, type, v, body)
+        line = encode_record(self._next_seq, self._controller_id, controller_epoch, at, type, v, body, floats)
         new_segment = (
             self._fd is None
             or self._roll_requested
@@ -443,7 +449,7 @@ class Journal:
         else:
             return self._buffer(line)
         if self._seg_records:  # a snapshot head took this seq: encode the record after it
-            line = encode_record(self._next_seq, self._controller_id, controller_epoch, at, type, v, body)
+            line = encode_record(self._next_seq, self._controller_id, controller_epoch, at, type, v, body, floats)
         return self._buffer(line)
 
     def rolls_next(self) -> bool:
@@ -466,7 +472,7 @@ class Journal:
         if self.cluster_id is not None:
             # first in the body: a reader finds it in the line's first few hundred bytes
             body = {"cluster_id": self.cluster_id, **{k: x for k, x in body.items() if k != "cluster_id"}}
-        return encode_record(self._next_seq, self._controller_id, epoch, at, "snapshot", v, body)
+        return encode_record(self._next_seq, self._controller_id, epoch, at, "snapshot", v, body, self.snapshot_floats)
 
     def _buffer(self, line: bytes) -> int:
         seq = self._next_seq

@@ -627,3 +627,20 @@ def test_equal_states_encode_equally_whatever_order_their_partitions_came_in():
     second = ControllerState(config=ControllerConfig(broker_id=1), partitions=EMPTY_IMAGE.set(b, info).set(a, info))
     assert first.partitions.row(a) != second.partitions.row(a)
     assert first == second and encode_state(first) == encode_state(second)
+
+
+def test_no_encoded_type_has_a_float_field_and_the_compiler_would_say_if_one_did():
+    """The journal writer skips its NaN check for codec bodies on the strength of FLOAT_FREE;
+    a float field added to any event, command or state type must turn it off."""
+    from controller_core.codec_compiler import _Compiler
+
+    assert codec.FLOAT_FREE
+
+    @attrs.frozen
+    class WithFloat:
+        ratio: float
+
+    compiler = _Compiler(codec.encode_event, codec.decode_event)
+    assert not compiler.floats
+    compiler.node(WithFloat, "WithFloat")
+    assert compiler.floats
