@@ -211,7 +211,13 @@ class ControllerLoop:
             self._gc_worker_running = False
             self._end_gc_burst(freeze=False)
             if not self.killed:
-                self.flush_effects()
+                if self._effects and len(self.state.partitions) >= OFFLOAD_PARTITIONS:
+                    # a backlog of large decisions' digests (a benchmark's 100,000-partition
+                    # runs left 105 s of them) is written from a worker thread, so that the
+                    # loop, shared with other nodes' sessions in tests and benchmarks, turns
+                    await asyncio.to_thread(self.flush_effects)
+                else:
+                    self.flush_effects()
 
     async def _run(self, max_batch: int) -> None:
         while True:

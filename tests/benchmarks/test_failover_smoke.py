@@ -45,7 +45,9 @@ def test_bench_failover_smoke(smoke):
                 events = s["events_of_median_run"]  # the step and journal phases, event type by type
                 trigger = {"broker-failure": "BrokersChanged", "controlled-shutdown": "ControlledShutdownRequested",
                            "controller-failover": "ControllerElected"}[scenario]
-                assert events[trigger]["count"] >= 1 and "PartitionStatesWritten" in events
+                assert events[trigger]["count"] >= 1
+                if scenario != "controller-failover":  # (a new controller may have nothing to write)
+                    assert "PartitionStatesWritten" in events
                 assert all(e["step_ms"] >= 0 and e["journal_ms"] >= 0 for e in events.values())
     assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
     assert "gc.collect()" in result["note"]
