@@ -26,7 +26,7 @@ import time
 from typing import Callable
 
 from controller_core import events as E
-from controller_core.values import TopicPartition
+from controller_core.values import LeaderIsr, TopicPartition
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.runtime.gcpause import gc_paused
@@ -48,6 +48,11 @@ DECODE_OFF_LOOP = 2000
 
 def _decode_states(tps, paths, values, missing: list | None) -> tuple:
     out = []
+    # Many partitions hold the very same bytes (one leader, ISR and epochs for every partition
+    # of a replica set after an election): each distinct content is parsed once, and the others
+    # only take their own znode version (100,000 states: 0.6 s of parsing in a new controller's
+    # path to its first decision).
+    parsed: dict[bytes, LeaderIsr] = {}
     for tp, path in zip(tps, paths):
         value = values.get(path)
         li = None
@@ -55,10 +60,17 @@ def _decode_states(tps, paths, values, missing: list | None) -> tuple:
             if missing is not None:
                 missing.append(tp)
         else:
-            try:
-                li = zkdata.decode_partition_state(value[0], value[1].version, tp=tp)
-            except zkdata.ZnodeFormatError as exc:
-                log.error("unreadable state of %s: %s", tp, exc)
+            data, version = value[0], value[1].version
+            if type(data) is not bytes:
+                data = bytes(data)
+            li = parsed.get(data)
+            if li is None:
+                try:
+                    li = parsed[data] = zkdata.decode_partition_state(data, version, tp=tp)
+                except zkdata.ZnodeFormatError as exc:  # (not kept: the error names its partition)
+                    log.error("unreadable state of %s: %s", tp, exc)
+            elif li[4] != version:
+                li = li.with_version(version)
         out.append((tp, li))
     return tuple(out)
 
