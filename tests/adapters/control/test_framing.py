@@ -451,3 +451,15 @@ def test_module_is_pure():
     source = Path(wire.__file__).read_text()
     for forbidden in ("import asyncio", "import socket", "import time", "import random"):
         assert forbidden not in source
+
+
+@pytest.mark.parametrize("body", [
+    b'{"a":18446744073709551616,"b":-9223372036854775809}',  # beyond 64 bits: json's ints, not floats
+    b'{"a":1,"a":2,"c":"caf\\u00e9","d":[1.5,5e-324,-0]}',
+    b'{"big":' + b'[' + b",".join(b"[%d,2,7,[2,3,4],1,[2,3,4],7]" % p for p in range(40000)) + b"]}",  # over the GC-pause size (1 MiB)
+])
+def test_bodies_decode_to_what_json_reads(body):
+    """The decoder parses with orjson where orjson gives json's value (adapters/runtime/jsonfast.py)."""
+    decoder = FrameDecoder()
+    (frame,) = decoder.feed(raw_frame(body))
+    assert repr(frame.body) == repr(json.loads(body))
