@@ -933,6 +933,26 @@ class PartitionImage:
     def row(self, tp: TopicPartition) -> int | None:
         return self.index.get(tp)
 
+    def replica_states(self, tp: TopicPartition) -> list[tuple[int, ReplicaState]] | None:
+        """`(replica, ReplicaState)` of each assigned replica of `tp` in assignment order
+        (NonExistentReplica for one without a state), None if absent: what
+        `get(tp).replica_state(r)` gives for each of its replicas, read from two rows of the
+        chunk without building the partition (topic deletion asks this of every partition of
+        every queued topic on every StopReplica answer)."""
+        r = self.index.get(tp)
+        if r is None:
+            return None
+        ch = self.chunks[r >> _SHIFT]
+        s = r & _MASK
+        if not ch.present.item(s):
+            return None
+        if self.odd:
+            info = self.odd.get(tp)
+            if info is not None:
+                return [(x, info.replica_state(x)) for x in info.assignment.replicas]
+        replicas = _cut(ch.replicas[s].tolist())
+        return list(zip(replicas, map(REPLICA_STATES.__getitem__, ch.rstate[s, :len(replicas)].tolist())))
+
     def read(self, tp: TopicPartition) -> tuple | None:
         """One partition's row as plain values, None if absent: `(leader_isr or None, replicas,
         adding, removing, PartitionState, ((replica, ReplicaState), ...))`, the leader_isr as a

@@ -57,11 +57,13 @@ def resume_for_topics(d: Draft, topics: Iterable[str]) -> None:
 
 
 def _replica_states(d: Draft, topic: str) -> list[tuple[TopicPartition, int, ReplicaState]]:
+    # read without building each partition (`Draft.replica_states`): `resume` asks this of
+    # every queued topic on every StopReplica answer
     out = []
     for tp in d.partitions_of(topic):
-        info = d.info(tp)
-        if info is not None:
-            out.extend((tp, r, info.replica_state(r)) for r in info.assignment.replicas)
+        states = d.replica_states(tp)
+        if states is not None:
+            out.extend((tp, r, s) for r, s in states)
     return out
 
 

@@ -61,12 +61,11 @@ class _Request:
     """How to write one broker-request class directly: its int fields, which sort first, through
     `head` (a %-format), then the text of its other fields and `tail` ("type" and "v")."""
 
-    __slots__ = ("brokers_field", "ints", "int_types", "head", "rest", "rest_steps", "tail", "brokers")
+    __slots__ = ("brokers_field", "ints", "head", "rest", "rest_steps", "tail", "brokers")
 
     def __init__(self, cls: type, brokers_field: str, rest: list[str]):
         self.brokers_field = brokers_field
         self.ints = operator.attrgetter(*_INTS)  # a tuple of the int fields' values, in key order
-        self.int_types = (int,) * len(_INTS)
         self.head = "{" + ",".join(_key_text(n) + ":%d" for n in _INTS) + ","
         self.rest = operator.attrgetter(*rest)
         # (name, key text, is the broker list) of the other fields, in key order
@@ -131,8 +130,9 @@ class Digester:
         for c in commands:
             plan = requests[c.__class__]
             ints = plan.ints(c)
-            if tuple(map(type, ints)) != plan.int_types:  # not exactly ints (a bool): as the codec writes it
-                return self._generic(commands)
+            a, b, e = ints  # (the three of _INTS)
+            if a.__class__ is not int or b.__class__ is not int or e.__class__ is not int:
+                return self._generic(commands)  # not exactly ints (a bool): as the codec writes it
             values = plan.rest(c)
             key = (plan, *map(id, values))
             text = rests.get(key)

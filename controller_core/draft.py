@@ -76,6 +76,21 @@ class Outbox:
     released: frozenset[TopicPartition] = frozenset()
 
 
+class _Release(NamedTuple):
+    """The requests of a decision that writes nothing, with the fields of `Outbox` that
+    `emit_outbox` reads: they go out in the decision's own step and are never stored, so a
+    plain tuple does (an ISR change releases one of these; building the attrs value cost more
+    than the rest of its `_outbox`)."""
+
+    leader_and_isr: tuple
+    um_brokers: frozenset
+    um_partitions: tuple | None
+    stop_replica: tuple
+    shutdown_replies: tuple
+    election_replies: tuple
+    broker_epochs: tuple
+
+
 REJECTIONS_LISTED = 5
 """Rejections of one kind in one decision reported one by one; more are summarised."""
 
@@ -207,6 +222,20 @@ class Draft:
             if info is _ABSENT:
                 info = self._read[tp] = self._image.get(tp)
         return info
+
+    def replica_states(self, tp: TopicPartition) -> list[tuple[int, ReplicaState]] | None:
+        """`(replica, state)` of each assigned replica of `tp` as it stands, in assignment order
+        (None: no such partition), as `info(tp).replica_state(r)` gives them: from the image's
+        rows when this step has neither changed nor read the partition (no `PartitionInfo`
+        built, none kept)."""
+        info = self._delta.get(tp, _ABSENT)
+        if info is _ABSENT:
+            info = self._read.get(tp, _ABSENT)
+            if info is _ABSENT:
+                return self._image.replica_states(tp)
+        if info is None:
+            return None
+        return [(r, info.replica_state(r)) for r in info.assignment.replicas]
 
     @property
     def live(self) -> frozenset[int]:
@@ -531,16 +560,23 @@ class Draft:
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
 
-    def _outbox(self, parked: bool = True) -> Outbox | None:
+    def _outbox(self, parked: bool = True) -> "Outbox | _Release | None":
         """The decision's requests. `parked=False`: they go out in this very step (no writes),
-        so the outbox is only read by `emit_outbox` now: no retry intents, and no broker
-        epochs, whose filter could drop nothing (they would be read from these same brokers)."""
+        so they are only read by `emit_outbox` now, as a `_Release`: no retry intents, and no
+        broker epochs, whose filter could drop nothing (they would be read from these same
+        brokers)."""
         if self.um_everyone:
             self.um_brokers.update(self.brokers.keys())
         if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
                 or self.writes):
             return None  # (a decision with writes always parks an outbox: its intents, for retries)
         lai = self.lai
+        if not parked:
+            return _new(_Release, (
+                tuple((b, tuple(per), frozenset(compress(per, per.values()))) for b, per in lai.items()) if lai else (),
+                frozenset(self.um_brokers), ALL if self.um_all else tuple(self.um_tps),
+                tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
+                tuple(self.shutdown_replies), tuple(self.election_replies), ()))
         return Outbox(
             leader_and_isr=tuple(
                 (b, tuple(per), frozenset(compress(per, per.values()))) for b, per in lai.items()) if lai else (),
@@ -592,8 +628,8 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
         decided = dict(outbox.broker_epochs)
         brokers = {b: info for b, info in brokers.items() if decided.get(b) == info.epoch}
     epoch = state.epoch
-    live_brokers = tuple(map(all_brokers.__getitem__, sorted(all_brokers.keys())))
-    shutting_down = tuple(sorted(state.shutting_down))
+    live_brokers = _live_brokers(all_brokers)
+    shutting_down = tuple(sorted(state.shutting_down)) if state.shutting_down else ()
     if parts.odd or _few(outbox):
         _requests_from_views(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, known)
     else:
@@ -617,15 +653,40 @@ def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPar
     return commands
 
 
+_LIVE: dict[int, tuple] = {}
+_LIVE_CAP = 64
+
+
+def _live_brokers(brokers) -> tuple:
+    """The brokers' `BrokerInfo` values in id order (every request's live-broker list), made
+    once per brokers map: the map changes only when a broker comes or goes, and a decision
+    sending one partition to every broker spent a fair share of its release sorting them again.
+    Keyed by the map's identity and holding the map, so the id cannot be reused while the
+    entry lives; the map is immutable, so its list never changes. (Entries are only added or
+    dropped whole: threads may share the cache, a race costs a recomputation.)"""
+    hit = _LIVE.get(id(brokers))
+    if hit is not None and hit[0] is brokers:
+        return hit[1]
+    values = tuple(map(brokers.__getitem__, sorted(brokers.keys())))
+    if brokers.__class__ is not PMap:
+        return values  # (a plain mapping, as some tests build states: it could change)
+    if len(_LIVE) >= _LIVE_CAP:
+        _LIVE.clear()
+    _LIVE[id(brokers)] = (brokers, values)
+    return values
+
+
 COLUMNS_MIN = 256
 """A release sending fewer partitions than this builds `PartitionView`s (an ISR change sends one
 partition to every broker: gathering it from the columns would cost more than the value)."""
 
 
 def _few(outbox: Outbox) -> bool:
-    if outbox.um_partitions is ALL:
+    um = outbox.um_partitions
+    if um is ALL:
         return False
-    return len(outbox.um_partitions) + sum(len(tps) for _, tps, _ in outbox.leader_and_isr) < COLUMNS_MIN
+    lai = outbox.leader_and_isr
+    return len(um) + (sum(len(tps) for _, tps, _ in lai) if lai else 0) < COLUMNS_MIN
 
 
 def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
@@ -693,13 +754,14 @@ def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox,
     if missing:
         views.update(parts.views_many(missing))
 
+    filtering = bool(skip) or only is not None
     for b, tps, new_tps in lai:
         broker = brokers.get(b)
         if broker is None:
             continue
         items = []
         for tp in tps:
-            if tp in skip or (only is not None and tp not in only):
+            if filtering and (tp in skip or (only is not None and tp not in only)):
                 continue
             v = views[tp]
             if v is None:
@@ -713,7 +775,7 @@ def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox,
     if send_um:
         um = []
         for tp in um_tps:
-            if tp in skip or (only is not None and tp not in only):
+            if filtering and (tp in skip or (only is not None and tp not in only)):
                 continue
             v = views[tp]
             if v is not None:

@@ -15,7 +15,7 @@ from the partition image into a `PartitionViews`: the columns, aligned with the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 
 import numpy as np
 
@@ -58,28 +58,24 @@ class PartitionViews(Sequence):
         n = len(self.tps)
         if not n:
             return ()
-        lead, lep, cep, ver = (self.leader.tolist(), self.leader_epoch.tolist(), self.controller_epoch.tolist(),
-                               self.zk_version.tolist())
-        reps, isrs = self.replicas.tolist(), self.isr.tolist()
-        adds = self.adding.tolist() if self.adding is not None else None
-        rems = self.removing.tolist() if self.removing is not None else None
-        new = self.is_new.tolist() if self.is_new is not None else [False] * n
-        cut_of: dict[tuple, tuple] = {}
-        out = []
-        for k, tp in enumerate(self.tps):
-            key = tuple(reps[k])
-            replicas = cut_of.get(key)
-            if replicas is None:
-                replicas = cut_of[key] = _cut(reps[k])
-            key = tuple(isrs[k])
-            isr = cut_of.get(key)
-            if isr is None:
-                isr = cut_of[key] = _cut(isrs[k])
-            adding = tuple(r for r, f in zip(replicas, adds[k]) if f) if adds is not None else ()
-            removing = tuple(r for r, f in zip(replicas, rems[k]) if f) if rems is not None else ()
-            out.append(_new(PartitionView, (tp, lead[k], lep[k], isr, cep[k], ver[k], replicas, adding, removing,
-                                            new[k])))
-        return tuple(out)
+        # the replica and ISR lists are few distinct rows: each made once, then shared (below)
+        reps = _row_tuples(self.replicas)
+        isrs = _row_tuples(self.isr)
+        if self.adding is not None:
+            adding, removing = [()] * n, [()] * n
+            flagged = np.flatnonzero(self.adding.any(axis=1) | self.removing.any(axis=1)).tolist()
+            if flagged:
+                adds, rems = self.adding[flagged].tolist(), self.removing[flagged].tolist()
+                for k, add, rem in zip(flagged, adds, rems):
+                    replicas = reps[k]
+                    adding[k] = tuple(r for r, f in zip(replicas, add) if f)
+                    removing[k] = tuple(r for r, f in zip(replicas, rem) if f)
+        else:
+            adding, removing = repeat((), n), repeat((), n)  # (two iterators: zip draws from each)
+        new = self.is_new.tolist() if self.is_new is not None else repeat(False, n)
+        return tuple(map(_view, zip(self.tps, self.leader.tolist(), self.leader_epoch.tolist(), isrs,
+                                    self.controller_epoch.tolist(), self.zk_version.tolist(), reps, adding, removing,
+                                    new)))
 
     def __len__(self) -> int:
         return len(self.tps)
@@ -102,6 +98,42 @@ class PartitionViews(Sequence):
 
     def __repr__(self) -> str:
         return f"PartitionViews({self.views()!r})"
+
+
+def _view(values: tuple) -> PartitionView:
+    return _new(PartitionView, values)
+
+
+_PACKED_BITS = 63
+
+
+def _row_tuples(matrix: np.ndarray) -> list[tuple]:
+    """Each row of a left-packed matrix (padded with -1) as a tuple, equal rows as one shared
+    tuple. A release's requests hold a handful of distinct replica lists and ISRs among
+    thousands of rows: when a row's values fit one int64 (ids from -1 to 2**b - 2, b bits each,
+    b times the width at most 63), the rows are told apart by that key in numpy and only the
+    distinct ones are made in Python; otherwise each row is looked up by its tuple."""
+    n, width = matrix.shape
+    if not n or not width:
+        return [()] * n
+    top = int(matrix.max())
+    bits = (top + 1).bit_length()
+    if width and int(matrix.min()) >= -1 and bits * width <= _PACKED_BITS:
+        key = np.zeros(n, np.int64)
+        for j in range(width):
+            key = (key << bits) | (matrix[:, j].astype(np.int64) + 1)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        distinct = [_cut(row) for row in matrix[first].tolist()]
+        return list(map(distinct.__getitem__, inverse.ravel().tolist()))
+    cut_of: dict[tuple, tuple] = {}
+    out = []
+    for row in matrix.tolist():
+        key = tuple(row)
+        t = cut_of.get(key)
+        if t is None:
+            t = cut_of[key] = _cut(row)
+        out.append(t)
+    return out
 
 
 _BY_IDENTITY = 1024

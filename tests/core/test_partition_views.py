@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from controller_core import codec
 from controller_core.draft import ALL, Outbox, _requests_from_columns, _requests_from_views
-from controller_core.partition_views import PartitionViews
+from controller_core.partition_views import PartitionViews, _row_tuples
 from controller_core.state import PartitionInfo
 from controller_core.values import ReplicaAssignment
 
@@ -76,3 +76,18 @@ def test_a_partition_views_is_a_sequence_equal_to_its_tuple():
     assert views[1].isr == (2,) and views[1].replicas == (2, 1) and views[1].is_new and not views[0].is_new
     assert pv == views and views == pv and hash(pv) == hash(views)
     assert pv != views[:1] and pv != ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 6).flatmap(lambda width: st.lists(
+    st.lists(st.one_of(st.integers(0, 9), st.integers(0, 2**31 - 1)), max_size=width).map(
+        lambda ids, width=width: ids + [-1] * (width - len(ids))), max_size=40).map(
+    lambda rows, width=width: np.array(rows, np.int32).reshape(len(rows), width))))
+def test_row_tuples_are_the_rows_cut_each_distinct_row_made_once(matrix):
+    """`_row_tuples` (how `PartitionViews` makes its replica and ISR lists): packed into one
+    int64 key when the ids are small, looked up by tuple otherwise (ids up to 2**31 - 1)."""
+    rows = _row_tuples(matrix)
+    assert rows == [tuple(r for r in row if r != -1) for row in matrix.tolist()]
+    made: dict = {}
+    for t in rows:
+        assert made.setdefault(t, t) is t  # equal rows are the same tuple
