@@ -160,7 +160,6 @@ class _StateVersions(NamedTuple):
 
 
 _SET_DATA_RESULT = struct.Struct("!i?i32xi")  # a multi's setData result up to the stat's version
-_VERSION_OFFSET = _MULTI_HEADER.size + 32  # the version's place in a setData result
 _SET_DATA_RESULT_SIZE = _MULTI_HEADER.size + _STAT.size
 
 
