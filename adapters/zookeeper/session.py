@@ -845,8 +845,9 @@ class ZkSession:
                     for i, encoded in zip(members, encode([values[i] for i in members])):
                         data[i] = encoded
                 block_data = [data[i] for i in members]
-            ops = [set_data + pack(len(f)) + f + (pack(len(d)) + d if type(d) is bytes else _buffer(d)) + pack(e)
-                   if e != -1 else create + pack(len(f)) + f + _buffer(d) + create_tail
+            ops = [join((set_data, pack(len(f)), f, pack(len(d)), d, pack(e))) if e != -1 and type(d) is bytes
+                   else join((set_data, pack(len(f)), f, _buffer(d), pack(e))) if e != -1
+                   else join((create, pack(len(f)), f, _buffer(d), create_tail))
                    for f, d, e in zip(self._full_paths(block_paths), block_data, block_expected)]
             if sum(map(len, ops)) <= max_bytes:
                 yield members, join((head, *ops, done))
