@@ -12,6 +12,8 @@ partition-state znodes:
 - raw aiozk: the bare client, pipelined sets and 100-op transactions (the floor of the issue);
 - write_partition_states: epoch-checked multi-ops sent concurrently, for several chunk sizes
   (the values already encoded);
+- zk-floor: the failover benchmark's Python floor (benchmarks/floors.py): the same multi-op
+  frames, encoded before the clock starts;
 - ZkWriter: the controller's own path, a `WritePartitionStates` command of --partitions writes
   executed by adapters/controller/zkwriter.py as the controller does (paths, encoding, progress
   reports, the `PartitionStatesWritten` outcome), so the writer's costs show against the
@@ -22,7 +24,7 @@ partition-state znodes:
 Each method runs --runs times, interleaved with the others; the table shows medians of wall time
 and of this process's CPU time (`time.process_time`: the client's share, not the JVM's; the
 figure to quote on a loaded machine). --methods picks some of: sequential, kafka, pipelined, raw,
-batched, writer, reads (default: all; at 100,000 partitions the one-at-a-time methods take
+batched, writer, floor, reads (default: all; at 100,000 partitions the one-at-a-time methods take
 minutes). --json FILE also writes the rows.
 """
 from __future__ import annotations
@@ -44,10 +46,12 @@ from adapters.zookeeper.session import SetData
 from adapters.controller.zkwriter import PROGRESS_MIN, PROGRESS_PARTS, ZkWriter
 from controller_core.commands import PartitionWrite, WritePartitionStates
 from controller_core.values import LeaderIsr, TopicPartition
+from adapters.zookeeper.wire import _OpError
+from benchmarks.floors import write_frames
 import aiozk
 
 PER_TOPIC = 100
-METHODS = ("sequential", "kafka", "pipelined", "raw", "batched", "writer", "reads")
+METHODS = ("sequential", "kafka", "pipelined", "raw", "batched", "writer", "floor", "reads")
 
 
 class Timer:
@@ -126,6 +130,27 @@ class Bench:
         elapsed = timer.stop()
         assert not conflicts and len(versions) == len(writes)
         self.versions.update(versions)
+        return elapsed
+
+    async def floor(self) -> tuple[float, float]:
+        """The failover benchmark's zk-floor: the product's multi-op frames, encoded before the
+        clock starts, sent over the product's connection all at once; only the answers are read
+        (by the general multi parser). What is left is the client's least cost."""
+        self.round += 1
+        data = state_json(1 + self.round % 5, self.round)
+        by_version = collections.defaultdict(list)
+        for path in self.paths:
+            by_version[self.versions[path]].append(path)
+        requests = [r for version, paths in by_version.items()
+                    for r in write_frames(self.zk, paths, data, version, self.epoch_version)]
+        session = self.zk._session
+        timer = Timer()
+        results = await asyncio.gather(*(session.send(r, session.generation, retry_in_flight=False)
+                                          for r in requests))
+        elapsed = timer.stop()
+        assert all(not isinstance(x, _OpError) for result in results for x in result)
+        for path in self.paths:
+            self.versions[path] += 1
         return elapsed
 
     async def writer(self) -> tuple[float, float]:
@@ -226,6 +251,8 @@ async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: lis
                     measured[f"write_partition_states chunk={size}"].append(await bench.batched(size))
             if "writer" in methods:
                 measured["ZkWriter: WritePartitionStates"].append(await bench.writer())
+            if "floor" in methods:
+                measured["zk-floor: pre-encoded frames, sent at once"].append(await bench.floor())
             if "reads" in methods:
                 measured["get_many (multiRead)"].append(await bench.reads())
                 measured["get_many, one request per read"].append(await bench.reads(batch=1))

@@ -891,6 +891,8 @@ class ZkSession:
                         return _Fence()
                     return _ChunkFailed(i - offset, result.code, paths[members[i - offset]])
             versions = [r.version if isinstance(r, Stat) else r[1].version for r in results[offset:]]
+        if len(versions) != len(members):  # the versions are assigned by position
+            raise ZkError(detail=f"a multi-op of {len(members)} writes was answered with {len(versions)} results")
         if notify is not None:
             notify(members[0], versions)
         return versions
