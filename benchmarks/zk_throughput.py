@@ -81,6 +81,7 @@ class Bench:
         self.versions = {path: -1 for path in paths}
         self.epoch_version = 0
         self.round = 0
+        self.stalls_ms: list[float] = []  # the longest loop stall of each writer run
 
     def next_writes(self):
         self.round += 1
@@ -167,9 +168,12 @@ class Bench:
         command = WritePartitionStates(write_id=self.round, writes=tuple(writes))
         events = []
         writer = ZkWriter(self.zk, events.append)
+        ticker = asyncio.create_task(_ticker(self.stalls_ms))
+        await asyncio.sleep(0)
         timer = Timer()
         await writer._write_states(command, self.epoch_version)
         elapsed = timer.stop()
+        ticker.cancel()
         final = [e for e in events if e.final]
         assert len(final) == 1 and not final[0].conflicts and not final[0].versions, final
         assert len(events) == 1 + (PROGRESS_PARTS - 1 if len(writes) >= PROGRESS_MIN else 0), len(events)
@@ -212,6 +216,17 @@ class Bench:
         elapsed = timer.stop()
         assert len(got) == len(self.paths) and all(v is not None for v in got.values())
         return elapsed
+
+
+async def _ticker(out: list[float], period: float = 0.005) -> None:
+    """Wakes every `period` and appends to `out` (replacing its own last entry) the longest
+    lateness seen: how long the loop was held by something else, e.g. a chunk's encoding."""
+    loop = asyncio.get_running_loop()
+    out.append(0.0)
+    while True:
+        due = loop.time() + period
+        await asyncio.sleep(period)
+        out[-1] = max(out[-1], (loop.time() - due) * 1000)
 
 
 async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: list[int], runs: int,
@@ -257,7 +272,8 @@ async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: lis
                 measured["get_many (multiRead)"].append(await bench.reads())
                 measured["get_many, one request per read"].append(await bench.reads(batch=1))
         for name, samples in measured.items():
-            row(name, partitions, samples)
+            note = f"longest loop stall {max(bench.stalls_ms):.0f} ms" if name.startswith("ZkWriter") else ""
+            row(name, partitions, samples, note)
         if "reads" in methods and reads > partitions:
             big = Bench(zk, state_paths(reads, prefix="read"))
             row("create (write_partition_states)", reads, [await big_create(big)], "unfenced, for the read test")
