@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gc
 import json
 import statistics
 import shutil
@@ -82,6 +83,7 @@ class Bench:
         self.epoch_version = 0
         self.round = 0
         self.stalls_ms: list[float] = []  # the longest loop stall of each writer run
+        self.gc: list[tuple[int, float]] = []  # (full collections, seconds in the collector) of each writer run
 
     def next_writes(self):
         self.round += 1
@@ -170,9 +172,11 @@ class Bench:
         writer = ZkWriter(self.zk, events.append)
         ticker = asyncio.create_task(_ticker(self.stalls_ms))
         await asyncio.sleep(0)
+        gc_meter = GcMeter()
         timer = Timer()
         await writer._write_states(command, self.epoch_version)
         elapsed = timer.stop()
+        self.gc.append(gc_meter.stop())
         ticker.cancel()
         final = [e for e in events if e.final]
         assert len(final) == 1 and not final[0].conflicts and not final[0].versions, final
@@ -216,6 +220,29 @@ class Bench:
         elapsed = timer.stop()
         assert len(got) == len(self.paths) and all(v is not None for v in got.values())
         return elapsed
+
+
+class GcMeter:
+    """Collections by CPython's cyclic collector from construction to `stop()`: how many were
+    full (generation 2) ones, and the seconds spent in all of them. A full collection walks every
+    tracked object of the process: in a 100,000-partition controller, seconds."""
+
+    def __init__(self):
+        self.full = 0
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.full += info["generation"] == 2
+
+    def stop(self) -> tuple[int, float]:
+        gc.callbacks.remove(self._callback)
+        return self.full, self.seconds
 
 
 async def _ticker(out: list[float], period: float = 0.005) -> None:
@@ -272,7 +299,11 @@ async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: lis
                 measured["get_many (multiRead)"].append(await bench.reads())
                 measured["get_many, one request per read"].append(await bench.reads(batch=1))
         for name, samples in measured.items():
-            note = f"longest loop stall {max(bench.stalls_ms):.0f} ms" if name.startswith("ZkWriter") else ""
+            note = ""
+            if name.startswith("ZkWriter"):
+                note = (f"longest loop stall {max(bench.stalls_ms):.0f} ms; full collections "
+                        f"{'/'.join(str(full) for full, _ in bench.gc)}, in the collector "
+                        f"{statistics.median(sec for _, sec in bench.gc) * 1000:.0f} ms (median)")
             row(name, partitions, samples, note)
         if "reads" in methods and reads > partitions:
             big = Bench(zk, state_paths(reads, prefix="read"))
