@@ -3,7 +3,7 @@ chosen when a node is built (`NodeConfig.zk_pattern`), used by the ZooKeeper wri
 writes and by the watches for the bulk reads of partition states.
 
 - `batched` (the product): epoch-checked multi-ops of up to `DEFAULT_CHUNK_OPS` states, all sent
-  at once (`ZkSession.write_partition_states`); reads batched into multiRead requests
+  at once (`ZkSession.write_states`); reads batched into multiRead requests
   (`ZkSession.get_many`).
 - `sequential` (the benchmark's straw man, Kafka <= 1.0): one conditional write per partition,
   each awaited before the next; the product's reads.

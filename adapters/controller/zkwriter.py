@@ -1,7 +1,7 @@
 """Executes the core's ZooKeeper write commands, every one fenced by the controller epoch.
 
 Partition states go out as a few large epoch-checked multi-ops sent concurrently
-(`ZkSession.write_partition_states`), or, in the benchmark's other modes, in the pattern of
+(`ZkSession.write_states`, by index), or, in the benchmark's other modes, in the pattern of
 adapters/controller/zkpattern.py (Kafka <= 1.0's one at a time, Kafka 2.4's two-op multi per partition,
 10 in flight). Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
 znodes, admin znodes) are applied in command order by one task.
