@@ -1,6 +1,7 @@
 """How fast can we write (and read) partition states in ZooKeeper from Python, on this machine?
 
     python -m benchmarks.zk_throughput [--partitions 10000] [--reads 100000] [--zookeeper H:P]
+                                       [--methods writer,batched,raw] [--chunks 200]
 
 Against a real ZooKeeper (the embedded one unless --zookeeper is given), for the same 10,000
 partition-state znodes:
@@ -9,19 +10,29 @@ partition-state znodes:
 - kafka-multi x10: Kafka 2.x's way, one multi-op (epoch check + set) per partition, 10 in flight;
 - pipelined: one conditional set per partition, all sent without waiting;
 - raw aiozk: the bare client, pipelined sets and 100-op transactions (the floor of the issue);
-- write_partition_states: epoch-checked multi-ops sent concurrently, for several chunk sizes;
+- write_partition_states: epoch-checked multi-ops sent concurrently, for several chunk sizes
+  (the values already encoded);
+- zk-floor: the failover benchmark's Python floor (benchmarks/floors.py): the same multi-op
+  frames, encoded before the clock starts;
+- ZkWriter: the controller's own path, a `WritePartitionStates` command of --partitions writes
+  executed by adapters/controller/zkwriter.py as the controller does (paths, encoding, progress
+  reports, the `PartitionStatesWritten` outcome), so the writer's costs show against the
+  session-level rows;
 - get_many: reads of the same znodes batched into multiRead requests, and one request per read;
   then the same for --reads znodes (a new controller reading the whole tree).
 
-Each method runs --runs times, interleaved with the others; the table shows medians (this
-machine has 2 cores shared by the client, the JVM and whatever else runs). --json FILE also
-writes the rows.
+Each method runs --runs times, interleaved with the others; the table shows medians of wall time
+and of this process's CPU time (`time.process_time`: the client's share, not the JVM's; the
+figure to quote on a loaded machine). --methods picks some of: sequential, kafka, pipelined, raw,
+batched, writer, floor, reads (default: all; at 100,000 partitions the one-at-a-time methods take
+minutes). --json FILE also writes the rows.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import collections
+import gc
 import json
 import statistics
 import shutil
@@ -33,9 +44,26 @@ from adapters.zookeeper import session as zk_module
 from adapters.zookeeper.session import ZkSession, parse_connect_string
 from adapters.zookeeper.server import EmbeddedZooKeeper
 from adapters.zookeeper.session import SetData
+from adapters.controller.zkwriter import PROGRESS_MIN, PROGRESS_PARTS, ZkWriter
+from controller_core.commands import PartitionWrite, WritePartitionStates
+from controller_core.values import LeaderIsr, TopicPartition
+from adapters.zookeeper.wire import _OpError
+from benchmarks.floors import write_frames
 import aiozk
 
 PER_TOPIC = 100
+METHODS = ("sequential", "kafka", "pipelined", "raw", "batched", "writer", "floor", "reads")
+
+
+class Timer:
+    """Wall and this process's CPU time from construction to `stop()`."""
+
+    def __init__(self):
+        self.cpu = time.process_time()
+        self.wall = time.perf_counter()
+
+    def stop(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
 def state_json(leader: int, leader_epoch: int, controller_epoch: int = 1) -> bytes:
@@ -54,26 +82,28 @@ class Bench:
         self.versions = {path: -1 for path in paths}
         self.epoch_version = 0
         self.round = 0
+        self.stalls_ms: list[float] = []  # the longest loop stall of each writer run
+        self.gc: list[tuple[int, float]] = []  # (full collections, seconds in the collector) of each writer run
 
     def next_writes(self):
         self.round += 1
         return [(path, state_json(1 + self.round % 5, self.round), self.versions[path]) for path in self.paths]
 
-    async def create_all(self) -> float:
+    async def create_all(self) -> tuple[float, float]:
         await self.zk.create("/controller_epoch", b"1")
-        start = time.perf_counter()
+        timer = Timer()
         versions, conflicts = await self.zk.write_partition_states(self.epoch_version, self.next_writes())
         assert not conflicts
         self.versions.update(versions)
-        return time.perf_counter() - start
+        return timer.stop()
 
     async def sequential(self) -> float:
         writes = self.next_writes()
-        start = time.perf_counter()
+        timer = Timer()
         for path, data, version in writes:
             stat = await self.zk.set(path, data, version)
             self.versions[path] = stat.version
-        return time.perf_counter() - start
+        return timer.stop()
 
     async def kafka_multi(self, in_flight: int = 10) -> float:
         writes = self.next_writes()
@@ -84,25 +114,75 @@ class Bench:
                 (stat,) = await self.zk.multi([SetData(path, data, version)], self.epoch_version)
                 self.versions[path] = stat.version
 
-        start = time.perf_counter()
+        timer = Timer()
         await asyncio.gather(*(worker() for _ in range(in_flight)))
-        return time.perf_counter() - start
+        return timer.stop()
 
     async def pipelined(self) -> float:
         writes = self.next_writes()
-        start = time.perf_counter()
+        timer = Timer()
         stats = await asyncio.gather(*(self.zk.set(path, data, version) for path, data, version in writes))
         for (path, _, _), stat in zip(writes, stats):
             self.versions[path] = stat.version
-        return time.perf_counter() - start
+        return timer.stop()
 
     async def batched(self, chunk_ops: int) -> float:
         writes = self.next_writes()
-        start = time.perf_counter()
+        timer = Timer()
         versions, conflicts = await self.zk.write_partition_states(self.epoch_version, writes, chunk_ops=chunk_ops)
-        elapsed = time.perf_counter() - start
+        elapsed = timer.stop()
         assert not conflicts and len(versions) == len(writes)
         self.versions.update(versions)
+        return elapsed
+
+    async def floor(self) -> tuple[float, float]:
+        """The failover benchmark's zk-floor: the product's multi-op frames, encoded before the
+        clock starts, sent over the product's connection all at once; only the answers are read
+        (by the general multi parser). What is left is the client's least cost."""
+        self.round += 1
+        data = state_json(1 + self.round % 5, self.round)
+        by_version = collections.defaultdict(list)
+        for path in self.paths:
+            by_version[self.versions[path]].append(path)
+        requests = [r for version, paths in by_version.items()
+                    for r in write_frames(self.zk, paths, data, version, self.epoch_version)]
+        session = self.zk._session
+        timer = Timer()
+        results = await asyncio.gather(*(session.send(r, session.generation, retry_in_flight=False)
+                                          for r in requests))
+        elapsed = timer.stop()
+        assert all(not isinstance(x, _OpError) for result in results for x in result)
+        for path in self.paths:
+            self.versions[path] += 1
+        return elapsed
+
+    async def writer(self) -> tuple[float, float]:
+        """The controller's path: a `WritePartitionStates` of every partition, executed by the
+        ZooKeeper writer from the command to its `PartitionStatesWritten` outcome."""
+        self.round += 1
+        writes = []
+        for i, path in enumerate(self.paths):
+            leader = 1 + self.round % 5
+            state = LeaderIsr(leader, self.round, (leader, leader % 5 + 1, (leader + 1) % 5 + 1), 1,
+                              self.versions[path] + 1)
+            tp = TopicPartition(f"bench-{i // PER_TOPIC:04d}", i % PER_TOPIC)
+            writes.append(PartitionWrite(tp=tp, leader_isr=state, expected_version=self.versions[path]))
+        command = WritePartitionStates(write_id=self.round, writes=tuple(writes))
+        events = []
+        writer = ZkWriter(self.zk, events.append)
+        ticker = asyncio.create_task(_ticker(self.stalls_ms))
+        await asyncio.sleep(0)
+        gc_meter = GcMeter()
+        timer = Timer()
+        await writer._write_states(command, self.epoch_version)
+        elapsed = timer.stop()
+        self.gc.append(gc_meter.stop())
+        ticker.cancel()
+        final = [e for e in events if e.final]
+        assert len(final) == 1 and not final[0].conflicts and not final[0].versions, final
+        assert len(events) == 1 + (PROGRESS_PARTS - 1 if len(writes) >= PROGRESS_MIN else 0), len(events)
+        for path in self.paths:
+            self.versions[path] += 1
         return elapsed
 
     async def raw_aiozk(self, connect_string: str, chunk: int | None) -> float:
@@ -113,7 +193,7 @@ class Bench:
         await client.start()
         writes = self.next_writes()
         try:
-            start = time.perf_counter()
+            timer = Timer()
             if chunk is None:
                 stats = await asyncio.gather(*(client.set(p, d, v) for p, d, v in writes))
                 for (path, _, _), stat in zip(writes, stats):
@@ -127,52 +207,105 @@ class Bench:
                 await asyncio.gather(*(commit(writes[i:i + chunk]) for i in range(0, len(writes), chunk)))
                 for path, _, version in writes:
                     self.versions[path] = version + 1
-            return time.perf_counter() - start
+            return timer.stop()
         finally:
             await client.close()
 
-    async def reads(self, batch: int | None = None) -> float:
-        start = time.perf_counter()
+    async def reads(self, batch: int | None = None) -> tuple[float, float]:
+        timer = Timer()
         if batch is None:
             got = await self.zk.get_many(self.paths)
         else:  # the same reads without multiRead (what a client for ZooKeeper < 3.6 does)
             got = await self.zk._read_many(zk_module._GET_DATA, self.paths, zk_module.READ_WINDOW, batch=batch)
-        elapsed = time.perf_counter() - start
+        elapsed = timer.stop()
         assert len(got) == len(self.paths) and all(v is not None for v in got.values())
         return elapsed
 
 
-async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: list[int], runs: int) -> list[dict]:
+class GcMeter:
+    """Collections by CPython's cyclic collector from construction to `stop()`: how many were
+    full (generation 2) ones, and the seconds spent in all of them. A full collection walks every
+    tracked object of the process: in a 100,000-partition controller, seconds."""
+
+    def __init__(self):
+        self.full = 0
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.full += info["generation"] == 2
+
+    def stop(self) -> tuple[int, float]:
+        gc.callbacks.remove(self._callback)
+        return self.full, self.seconds
+
+
+async def _ticker(out: list[float], period: float = 0.005) -> None:
+    """Wakes every `period` and appends to `out` (replacing its own last entry) the longest
+    lateness seen: how long the loop was held by something else, e.g. a chunk's encoding."""
+    loop = asyncio.get_running_loop()
+    out.append(0.0)
+    while True:
+        due = loop.time() + period
+        await asyncio.sleep(period)
+        out[-1] = max(out[-1], (loop.time() - due) * 1000)
+
+
+async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: list[int], runs: int,
+              methods: tuple[str, ...] = METHODS) -> list[dict]:
     chroot = f"/bench-{uuid.uuid4().hex[:8]}"
     zk = await ZkSession.connect(connect_string + chroot, session_timeout_ms=30000)
     rows = []
 
-    def row(name: str, ops: int, seconds: list[float], note: str = ""):
+    def row(name: str, ops: int, samples: list[tuple[float, float]], note: str = ""):
+        seconds = [wall for wall, _ in samples]
         median = statistics.median(seconds)
+        cpu = statistics.median(c for _, c in samples)
         rows.append({"name": name, "ops": ops, "runs": len(seconds), "median_s": median,
-                     "ops_per_s": ops / median, "min_s": min(seconds), "max_s": max(seconds), "note": note})
-        print(f"  {name:<40} {ops:>7} {median:8.3f} s {ops / median:>10,.0f} ops/s"
+                     "ops_per_s": ops / median, "min_s": min(seconds), "max_s": max(seconds),
+                     "cpu_median_s": cpu, "cpu_s": [c for _, c in samples], "note": note})
+        print(f"  {name:<42} {ops:>7} {median:8.3f} s {ops / median:>10,.0f} ops/s {cpu:8.3f} s"
               f"   ({min(seconds):.3f}-{max(seconds):.3f} s) {note}", flush=True)
 
     try:
         bench = Bench(zk, state_paths(partitions))
-        print(f"  {'':<40} {'ops':>7} {'median':>10} {'rate':>16}   (min-max over {runs} runs)")
+        print(f"  {'':<42} {'ops':>7} {'median':>10} {'rate':>16} {'cpu':>10}   (min-max over {runs} runs)")
         row("create (write_partition_states)", partitions, [await bench.create_all()],
             f"+ {partitions // PER_TOPIC * (PER_TOPIC + 1)} parents, 1 run")
-        measured: dict[str, list[float]] = collections.defaultdict(list)
+        measured: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
         for _ in range(runs):  # interleaved, so JIT warm-up and machine noise hit every method
-            measured["sequential conditional sets (await each)"].append(await bench.sequential())
-            measured["kafka 2.x: multi(check+set) x10 in flight"].append(await bench.kafka_multi())
-            measured["pipelined conditional sets"].append(await bench.pipelined())
-            measured["raw aiozk: pipelined sets"].append(await bench.raw_aiozk(connect_string + chroot, None))
-            measured["raw aiozk: 100-op transactions"].append(await bench.raw_aiozk(connect_string + chroot, 100))
-            for size in chunk_sizes:
-                measured[f"write_partition_states chunk={size}"].append(await bench.batched(size))
-            measured["get_many (multiRead)"].append(await bench.reads())
-            measured["get_many, one request per read"].append(await bench.reads(batch=1))
-        for name, seconds in measured.items():
-            row(name, partitions, seconds)
-        if reads > partitions:
+            if "sequential" in methods:
+                measured["sequential conditional sets (await each)"].append(await bench.sequential())
+            if "kafka" in methods:
+                measured["kafka 2.x: multi(check+set) x10 in flight"].append(await bench.kafka_multi())
+            if "pipelined" in methods:
+                measured["pipelined conditional sets"].append(await bench.pipelined())
+            if "raw" in methods:
+                measured["raw aiozk: pipelined sets"].append(await bench.raw_aiozk(connect_string + chroot, None))
+                measured["raw aiozk: 100-op transactions"].append(await bench.raw_aiozk(connect_string + chroot, 100))
+            if "batched" in methods:
+                for size in chunk_sizes:
+                    measured[f"write_partition_states chunk={size}"].append(await bench.batched(size))
+            if "writer" in methods:
+                measured["ZkWriter: WritePartitionStates"].append(await bench.writer())
+            if "floor" in methods:
+                measured["zk-floor: pre-encoded frames, sent at once"].append(await bench.floor())
+            if "reads" in methods:
+                measured["get_many (multiRead)"].append(await bench.reads())
+                measured["get_many, one request per read"].append(await bench.reads(batch=1))
+        for name, samples in measured.items():
+            note = ""
+            if name.startswith("ZkWriter"):
+                note = (f"longest loop stall {max(bench.stalls_ms):.0f} ms; full collections "
+                        f"{'/'.join(str(full) for full, _ in bench.gc)}, in the collector "
+                        f"{statistics.median(sec for _, sec in bench.gc) * 1000:.0f} ms (median)")
+            row(name, partitions, samples, note)
+        if "reads" in methods and reads > partitions:
             big = Bench(zk, state_paths(reads, prefix="read"))
             row("create (write_partition_states)", reads, [await big_create(big)], "unfenced, for the read test")
             row("get_many (multiRead)", reads, [await big.reads() for _ in range(runs)])
@@ -183,11 +316,11 @@ async def run(connect_string: str, partitions: int, reads: int, chunk_sizes: lis
     return rows
 
 
-async def big_create(bench: Bench) -> float:
-    start = time.perf_counter()
+async def big_create(bench: Bench) -> tuple[float, float]:
+    timer = Timer()
     versions, conflicts = await bench.zk.write_partition_states(None, bench.next_writes())
     bench.versions.update(versions)
-    return time.perf_counter() - start
+    return timer.stop()
 
 
 def main(argv=None) -> int:
@@ -197,9 +330,14 @@ def main(argv=None) -> int:
     parser.add_argument("--chunks", default="50,100,200,500,1000,2000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--zookeeper", help="an existing ZooKeeper (default: start the embedded one)")
+    parser.add_argument("--methods", default=",".join(METHODS), help=f"some of {','.join(METHODS)}")
     parser.add_argument("--json", help="also write the rows here")
     args = parser.parse_args(argv)
     chunk_sizes = [int(c) for c in args.chunks.split(",") if c]
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown methods {', '.join(sorted(unknown))} (choose from {', '.join(METHODS)})")
     server = data_dir = None
     connect_string = args.zookeeper
     if not connect_string:
@@ -208,7 +346,7 @@ def main(argv=None) -> int:
         connect_string = server.connect_string
         print(f"embedded ZooKeeper {server.version()} at {connect_string}")
     try:
-        rows = asyncio.run(run(connect_string, args.partitions, args.reads, chunk_sizes, args.runs))
+        rows = asyncio.run(run(connect_string, args.partitions, args.reads, chunk_sizes, args.runs, methods))
     finally:
         if server:
             server.stop()

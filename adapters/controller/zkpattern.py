@@ -3,7 +3,7 @@ chosen when a node is built (`NodeConfig.zk_pattern`), used by the ZooKeeper wri
 writes and by the watches for the bulk reads of partition states.
 
 - `batched` (the product): epoch-checked multi-ops of up to `DEFAULT_CHUNK_OPS` states, all sent
-  at once (`ZkSession.write_partition_states`); reads batched into multiRead requests
+  at once (`ZkSession.write_states`); reads batched into multiRead requests
   (`ZkSession.get_many`).
 - `sequential` (the benchmark's straw man, Kafka <= 1.0): one conditional write per partition,
   each awaited before the next; the product's reads.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
-from adapters.zookeeper.session import ConnectionLost, Fenced, SetData, TransactionFailed
+from adapters.zookeeper.session import ConnectionLost, Fenced, SetData, StateWrites, TransactionFailed
 
 KAFKA_MAX_IN_FLIGHT = 10
 """Kafka 2.4's `zookeeper.max.in.flight.requests` default (KafkaConfig.Defaults)."""
@@ -32,15 +32,39 @@ class Batched:
     name = "batched"
     progress = True  # a large write reports its quarters as they land (adapters/controller/zkwriter.py)
 
+    async def write_columns(self, zk, epoch_zk_version: int, paths: list[str], values: list, expected: list[int],
+                            encode_many: Callable[[list], list[bytes]], on_landed: Callable | None = None):
+        """What the ZooKeeper writer calls: write i is (`paths[i]`, `values[i]` encoded by
+        `encode_many`, `expected[i]`); returns `StateWrites` (by index, see
+        `ZkSession.write_states`). `on_landed(start, versions)` as there."""
+        return await zk.write_states(epoch_zk_version, paths, values, expected, encode=encode_many,
+                                     on_landed=on_landed)
+
     async def write_states(self, zk, epoch_zk_version: int, writes: list, encode: Callable[[Any], bytes],
                            on_landed: Callable | None = None):
+        """The same by path: `writes` are (path, value, expected); returns (versions, conflicts)
+        keyed by path, as `ZkSession.write_partition_states`."""
         return await zk.write_partition_states(epoch_zk_version, writes, on_landed=on_landed, encode=encode)
 
     async def read_many(self, zk, paths: list[str]) -> dict:
         return await zk.get_many(paths)
 
 
-class Sequential(Batched):
+class _ByPath(Batched):
+    """A pattern whose writes are written by path (`write_states`): the writer's columns are
+    turned into tuples and the outcome back into indices. Only the benchmark's other modes."""
+
+    async def write_columns(self, zk, epoch_zk_version, paths, values, expected, encode_many, on_landed=None):
+        versions, conflicts = await self.write_states(
+            zk, epoch_zk_version, list(zip(paths, values, expected)), lambda value: encode_many([value])[0])
+        index = {path: i for i, path in enumerate(paths)}
+        by_index = [None] * len(paths)
+        for path, version in versions.items():
+            by_index[index[path]] = version
+        return StateWrites(by_index, {index[path]: now for path, now in conflicts.items()})
+
+
+class Sequential(_ByPath):
     name = "sequential"
     progress = False
 
@@ -53,7 +77,7 @@ class Sequential(Batched):
         return versions, conflicts
 
 
-class Kafka24(Batched):
+class Kafka24(_ByPath):
     name = "kafka-2.4"
     progress = False
 

@@ -1,7 +1,7 @@
 """Executes the core's ZooKeeper write commands, every one fenced by the controller epoch.
 
 Partition states go out as a few large epoch-checked multi-ops sent concurrently
-(`ZkSession.write_partition_states`), or, in the benchmark's other modes, in the pattern of
+(`ZkSession.write_states`, by index), or, in the benchmark's other modes, in the pattern of
 adapters/controller/zkpattern.py (Kafka <= 1.0's one at a time, Kafka 2.4's two-op multi per partition,
 10 in flight). Their outcome returns to the loop as `PartitionStatesWritten`. Other writes (topic
 znodes, admin znodes) are applied in command order by one task.
@@ -12,13 +12,13 @@ The first fenced write flips `fenced`: the executor then runs nothing more, and 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from typing import Callable
 
 from controller_core import commands as C
 from controller_core import events as E
-from controller_core.values import TopicPartition
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
@@ -37,10 +37,6 @@ requests."""
 
 ORDERED_ATTEMPTS = 5
 """Tries of a topic or admin znode write whose multi-op failed because the tree changed."""
-
-
-def _encoded(writes: list) -> list[tuple[str, bytes, int]]:
-    return [(path, zkdata.encode_partition_state(li), expected) for path, li, expected in writes]
 
 
 class ZkWriter:
@@ -75,21 +71,22 @@ class ZkWriter:
         task.add_done_callback(self._tasks.discard)
 
     async def _write_states(self, command: C.WritePartitionStates, epoch_zk_version: int) -> None:
-        by_path: dict[str, TopicPartition] = {}
-        predicted: dict[str, int] = {}
-        writes = []  # (path, LeaderIsr, expected version): encoded chunk by chunk as they go out
-        for w in command.writes:
-            path = zkpaths.partition_state(w.tp.topic, w.tp.partition)
-            by_path[path] = w.tp
-            predicted[path] = w.leader_isr.zk_version
-            writes.append((path, w.leader_isr, w.expected_version))
+        # columns, by write index: at 100,000 partitions a dict per path (by_path, predicted)
+        # and a tuple per write cost more than ZooKeeper took to write them (notes:
+        # docs/notes/issue-17-zk-writes.md)
+        writes = command.writes
+        tps = [w.tp for w in writes]
+        states = [w.leader_isr for w in writes]
+        expected = [w.expected_version for w in writes]
+        paths = list(itertools.starmap(zkpaths.partition_state, tps))
+        predicted = [li[4] for li in states]  # each state's zk_version: what it will be at once written
         progress = None
         if len(writes) >= PROGRESS_MIN and self.pattern.progress:
-            progress = _Progress(self, command.write_id, by_path, predicted, len(writes) // PROGRESS_PARTS)
+            progress = _Progress(self, command.write_id, tps, predicted, len(writes) // PROGRESS_PARTS)
         t0 = time.perf_counter()
         try:
-            versions, conflicts = await self.pattern.write_states(
-                self.zk, epoch_zk_version, writes, zkdata.encode_partition_state,
+            versions, conflicts = await self.pattern.write_columns(
+                self.zk, epoch_zk_version, paths, states, expected, zkdata.encode_partition_states,
                 on_landed=progress.landed if progress is not None else None)
         except Fenced as exc:
             self._fence(f"partition-state write {command.write_id} failed the controller epoch check: {exc}")
@@ -100,15 +97,15 @@ class ZkWriter:
             log.error("partition-state write %d failed (%s); reading the states back", command.write_id, exc)
             if self.fenced:
                 return
-            read = await self._read_back(command.write_id, _encoded(writes))
+            read = await self._read_back(command.write_id, paths, zkdata.encode_partition_states(states), expected)
             if read is None:
                 return
             versions, conflicts = read
         if self.on_written is not None:
             self.on_written(command.write_id, len(writes), time.perf_counter() - t0)
         conflict_values = []
-        for path, current in conflicts.items():
-            tp = by_path[path]
+        for i, current in conflicts.items():
+            tp = tps[i]
             if current is None:
                 conflict_values.append((tp, None))
             else:
@@ -116,37 +113,39 @@ class ZkWriter:
                 try:
                     conflict_values.append((tp, zkdata.decode_partition_state(data, version, tp=tp)))
                 except zkdata.ZnodeFormatError as exc:
-                    log.error("unreadable state znode %s: %s", path, exc)
+                    log.error("unreadable state znode %s: %s", paths[i], exc)
                     conflict_values.append((tp, None))
         # a write that landed is at its predicted version (expected + 1, or 0 for a create): only
         # surprises are listed, so the outcome of 10,000 clean writes is a few bytes to journal
+        surprises = () if versions == predicted else tuple(
+            (tps[i], v) for i, (v, p) in enumerate(zip(versions, predicted)) if v is not None and v != p)
         self.put_event(E.PartitionStatesWritten(
-            at=self.clock(), write_id=command.write_id,
-            versions=tuple((by_path[p], v) for p, v in versions.items() if v != predicted[p]),
-            conflicts=tuple(conflict_values)))
+            at=self.clock(), write_id=command.write_id, versions=surprises, conflicts=tuple(conflict_values)))
 
-    async def _read_back(self, write_id: int, writes: list) -> tuple[dict, dict] | None:
-        """(versions, conflicts) of `writes` as ZooKeeper holds them now: a znode holding this
-        write's data at the expected version + 1 landed, anything else is a conflict with its
-        current content. Retried (with backoff) until ZooKeeper answers; gives up only when this
-        controller is fenced or the writer closes. A session that expired meanwhile means a
+    async def _read_back(self, write_id: int, paths: list[str], data: list[bytes],
+                         expected: list[int]) -> tuple[list, dict] | None:
+        """(versions, conflicts) by index, as ZooKeeper holds the znodes now: a znode holding
+        this write's data at the expected version + 1 landed, anything else is a conflict with
+        its current content. Retried (with backoff) until ZooKeeper answers; gives up only when
+        this controller is fenced or the writer closes. A session that expired meanwhile means a
         resignation, after which the core ignores the outcome."""
         delay = 0.1
         while not self.fenced:
             try:
-                current = await self.zk.get_many([path for path, _, _ in writes])
+                current = await self.zk.get_many(paths)
             except ZkError as exc:
                 log.warning("reading back write %d failed (%s); retrying in %.1fs", write_id, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
-            versions, conflicts = {}, {}
-            for path, data, expected in writes:
+            versions: list = [None] * len(paths)
+            conflicts = {}
+            for i, path in enumerate(paths):
                 now = current.get(path)
-                if now is not None and now[0] == data and now[1].version == expected + 1:
-                    versions[path] = now[1].version
+                if now is not None and now[0] == data[i] and now[1].version == expected[i] + 1:
+                    versions[i] = now[1].version
                 else:
-                    conflicts[path] = None if now is None else (now[0], now[1].version)
+                    conflicts[i] = None if now is None else (now[0], now[1].version)
             return versions, conflicts
         return None
 
@@ -271,18 +270,22 @@ class _Progress:
     """Collects the chunks of one large write as they commit and reports them in groups of
     `every` partitions (only writes that landed at their predicted version)."""
 
-    def __init__(self, writer: "ZkWriter", write_id: int, by_path: dict, predicted: dict, every: int):
+    def __init__(self, writer: "ZkWriter", write_id: int, tps: list, predicted: list[int], every: int):
         self.writer = writer
         self.write_id = write_id
-        self.by_path = by_path
+        self.tps = tps
         self.predicted = predicted
         self.every = every
         self.reports = 0
         self.buffer: list = []
 
-    def landed(self, versions: dict[str, int]) -> None:
-        by_path, predicted = self.by_path, self.predicted
-        self.buffer.extend(by_path[p] for p, v in versions.items() if v == predicted[p])
+    def landed(self, start: int, versions: list[int]) -> None:
+        end = start + len(versions)
+        if versions == self.predicted[start:end]:  # the usual case, compared in C
+            self.buffer.extend(self.tps[start:end])
+        else:
+            tps, predicted = self.tps, self.predicted
+            self.buffer.extend(tps[i] for i, v in enumerate(versions, start) if v == predicted[i])
         if (len(self.buffer) >= self.every and self.reports < PROGRESS_PARTS - 1
                 and not self.writer.fenced):
             self.reports += 1

@@ -34,6 +34,7 @@ __all__ = [
     "encode_topic_assignment",
     "decode_topic_assignment",
     "encode_partition_state",
+    "encode_partition_states",
     "decode_partition_state",
     "encode_reassignment",
     "decode_reassignment",
@@ -250,6 +251,34 @@ def encode_partition_state(leader_isr: LeaderIsr) -> bytes:
     return (f'{{"version":1,"leader":{int(li.leader)},"leader_epoch":{int(li.leader_epoch)},'
             f'"controller_epoch":{int(li.controller_epoch)},"isr":[{",".join(map(str, map(int, li.isr)))}]}}'
             ).encode("ascii")
+
+
+def _state_template(isr_size: int) -> bytes:
+    return (b'{"version":1,"leader":%d,"leader_epoch":%d,"controller_epoch":%d,"isr":['
+            + b",".join([b"%d"] * isr_size) + b"]}")
+
+
+_STATE_TEMPLATES = [_state_template(size) for size in range(16)]
+"""`encode_partition_state`'s output as a bytes template, one per ISR size (the shape of the
+znode): filling one is a single C call."""
+
+
+def encode_partition_states(states) -> list[bytes]:
+    """`[encode_partition_state(s) for s in states]`, byte for byte (a Hypothesis test holds it
+    to that), at about a third of the cost: the ZooKeeper writer encodes every state of a
+    failover, 100,000 of them at that scale, and the per-state f-string with its `map`s and
+    `join` was most of the writer's encoding time. `%d` converts as `int()` does for ints,
+    bools and numpy integers; anything else takes the per-state encoder and its errors."""
+    templates = _STATE_TEMPLATES
+    out = []
+    append = out.append
+    for li in states:
+        isr = li[2]
+        try:
+            append(templates[len(isr)] % (li[0], li[1], li[3], *isr))
+        except (IndexError, TypeError):  # a larger ISR, or values %d does not take
+            append(encode_partition_state(li))
+    return out
 
 
 _INT = rb"(-?(?:0|[1-9][0-9]{0,9}))"

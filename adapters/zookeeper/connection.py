@@ -118,6 +118,7 @@ class _Connection(_AiozkConnection):
         self.last_rx = time.monotonic()
         self._outbox: list[bytes] = []
         self._flush_scheduled = False
+        self._parsers: dict[int, Callable] = {}  # xid -> the reply parser its request named
 
     def send(self, request, xid=None):
         """aiozk's send, except that the frames queued in one loop iteration go out in a single
@@ -131,6 +132,9 @@ class _Connection(_AiozkConnection):
             xid = request.special_xid
         payload = request.serialize(xid)
         self.opcode_xref[xid] = request.opcode
+        parser = getattr(request, "parser", None)
+        if parser is not None:
+            self._parsers[xid] = parser
         if xid in _proto.SPECIAL_XIDS:
             self.pending_specials[xid].append(future)
         else:
@@ -192,10 +196,12 @@ class _Connection(_AiozkConnection):
             self.watch_handler(_proto.WatchEvent.deserialize(bytes(buf[body:end])))
             return
         opcode = self.opcode_xref.pop(xid, None) or _SPECIAL_OPCODES.get(xid)
+        parser = self._parsers.pop(xid, None) if self._parsers else None
         if err:
             response = _ServerError(err)
         else:
-            parser = _PARSERS.get(opcode)
+            if parser is None:
+                parser = _PARSERS.get(opcode)
             if parser is not None:
                 response = parser(buf, body)
             else:
