@@ -57,6 +57,7 @@ from adapters.zookeeper.session import (
     ZkSession,
 )
 from adapters.controller.zkpattern import pattern
+from adapters.runtime.weak import weak_method
 from adapters.controller.zkwriter import ZkWriter
 from adapters.broker.broker import Broker
 from adapters.broker.config_watch import DynamicConfigs
@@ -182,36 +183,42 @@ class ClusterNode:
         if cfg.journal_dir:
             journal = Journal.open(Path(cfg.journal_dir), self.broker_id, fsync=cfg.get("journal.fsync", "batch"),
                                    cluster_id=cluster_id)
+        # Every callback handed to a component this node owns holds the node weakly
+        # (`weak_method`, adapters/runtime/weak.py): a bound method would close a cycle
+        # node -> component -> node, and a closed node with its state would then wait for the
+        # cyclic collector instead of being freed when dropped (issue 16).
+        put = weak_method(self._put)
         self.replies = Replies()
-        self.timers = Timers(self._put, now_ms)
+        self.timers = Timers(put, now_ms)
         probe = self.instruments
         zk_pattern = pattern(cfg.zk_pattern)
-        self.writer = ZkWriter(self.zk, self._put, clock=now_ms, pattern=zk_pattern,
+        self.writer = ZkWriter(self.zk, put, clock=now_ms, pattern=zk_pattern,
                                on_written=getattr(probe, "on_written", None))
-        self.senders = Senders(self.broker_id, self._put, secret=cfg.secret, clock=now_ms,
+        self.senders = Senders(self.broker_id, put, secret=cfg.secret, clock=now_ms,
                                on_ack=getattr(probe, "on_ack", None),
                                request_timeout_s=cfg.get("controller.socket.timeout.ms", 30000) / 1000)
         zk = self.zk
-        self.watches = ControllerWatches(self.zk, self._put, now_ms, own_writes=self.writer.own_writes,
+        self.watches = ControllerWatches(self.zk, put, now_ms, own_writes=self.writer.own_writes,
                                          read_many=lambda paths: zk_pattern.read_many(zk, paths),
-                                         epoch_zk_version=self._epoch_zk_version)
+                                         epoch_zk_version=weak_method(self._epoch_zk_version, dead=-1))
         self.executor = Executor(zk=self.writer, senders=self.senders, replies=self.replies, timers=self.timers,
-                                 watches=self.watches, resign=self._resign_soon, clock=now_ms,
-                                 controller_id=self.broker_id, event_seq=self._event_seq)
+                                 watches=self.watches, resign=weak_method(self._resign_soon), clock=now_ms,
+                                 controller_id=self.broker_id, event_seq=weak_method(self._event_seq))
         self.loop = ControllerLoop(cfg.controller_config(), self.executor, journal, clock=now_ms)
         self.loop.observer = getattr(probe, "on_event", None)
-        self.loop.observers.append(DecisionLog(self.broker_id, fenced=lambda: self.writer.fenced))
+        writer = self.writer  # not `self.writer` in the lambda: the closure would hold the node
+        self.loop.observers.append(DecisionLog(self.broker_id, fenced=lambda: writer.fenced))
         if self.metrics is not None:
             self.loop.observers.append(self.metrics.stats)
-        self.loop.on_journal_failure = self._on_journal_failure
+        self.loop.on_journal_failure = weak_method(self._on_journal_failure)
         if self.state_changes is not None:
             loop = self.loop
             self.state_changes.hold_while(lambda: loop.bursting)
         self.broker = self._make_broker()
         self.kafka = self._make_kafka_apis()
         self._open_log_dirs()
-        self.server = ControlServer(cfg.host, cfg.port, self._handle, secret=cfg.secret,
-                                    foreign=self._serve_kafka_client)
+        self.server = ControlServer(cfg.host, cfg.port, weak_method(self._handle, dead=ReferenceError),
+                                    secret=cfg.secret, foreign=weak_method(self._serve_kafka_client, dead=ReferenceError))
         await self.server.start()
         self.port = self.server.port
         self._spawn(self.loop.run(), "controller-loop")
@@ -219,13 +226,14 @@ class ClusterNode:
             self._spawn(self.broker.run(), "broker")
         await self._follow_dynamic_configs()
 
-        self.log_dir_events = LogDirEventWatch(self.zk, self._put, now_ms, lambda: self.active, self._epoch_zk_version)
+        self.log_dir_events = LogDirEventWatch(self.zk, put, now_ms, weak_method(self._is_active, dead=False),
+                                               weak_method(self._epoch_zk_version, dead=-1))
         await self.log_dir_events.start()
         if self.log_dirs is not None:
             self._spawn(self.log_dirs.watch(), "log-dirs")
-        self.zk.on_session_change(self._on_session_change)
+        self.zk.on_session_change(weak_method(self._on_session_change))
         await self._register()
-        self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, self._on_controller)
+        self._controller_watch = await self.zk.watch_data(zkpaths.CONTROLLER, weak_method(self._on_controller))
         self.started = True
 
     def _open_log_dirs(self) -> None:
@@ -236,7 +244,8 @@ class ClusterNode:
         dirs = [d.strip() for d in str(self.config.settings.get("log.dirs", "")).split(",") if d.strip()]
         if not dirs or not hasattr(self.broker, "replica_manager"):
             return
-        self.log_dirs = LogDirs(dirs, on_failure=self._log_dir_failed, on_all_failed=self._all_log_dirs_failed)
+        self.log_dirs = LogDirs(dirs, on_failure=weak_method(self._log_dir_failed),
+                                on_all_failed=weak_method(self._all_log_dirs_failed))
         self.log_dirs.open()
         self.broker.replica_manager = LogDirReplicaManager(self.broker.replica_manager, self.log_dirs)
 
@@ -265,7 +274,7 @@ class ClusterNode:
         default `unclean.leader.election.enable` for the controller (adapters/broker/config_watch.py)."""
 
         self._unclean_default: bool | None = None
-        self.dynamic_configs = DynamicConfigs(self.zk, self._on_config_change)
+        self.dynamic_configs = DynamicConfigs(self.zk, weak_method(self._on_config_change))
         rm = getattr(self.broker, "replica_manager", None)
         rm = getattr(rm, "inner", rm)  # under the log dirs' wrapper
         if isinstance(rm, SimulatedReplicaManager):
@@ -296,14 +305,22 @@ class ClusterNode:
         return Broker(self.broker_id, self.zk, replica_manager=self.replica_manager,
                       replica_lag_time_max_ms=self.config.get("replica.lag.time.max.ms", 10000),
                       catch_up_delay_ms=self.config.get("replica.catch.up.delay.ms", 300),
-                      fallback=self._handle_controller_request)
+                      fallback=weak_method(self._handle_controller_request, dead=ReferenceError))
 
     def _make_kafka_apis(self):
         """Kafka's wire protocol for stock clients on the same port (`adapters.kafka`)."""
 
         return KafkaApis(BrokerServices(
-            broker_id=self.broker_id, broker=self.broker, zk=lambda: self.zk, is_controller=lambda: self.active,
-            controller_request=self._handle_controller_request, static_config=dict(self.config.settings)))
+            broker_id=self.broker_id, broker=self.broker, zk=weak_method(self._current_zk),
+            is_controller=weak_method(self._is_active, dead=False),
+            controller_request=weak_method(self._handle_controller_request, dead=ReferenceError),
+            static_config=dict(self.config.settings)))
+
+    def _current_zk(self) -> ZkSession | None:
+        return self.zk
+
+    def _is_active(self) -> bool:
+        return self.active
 
     async def _serve_kafka_client(self, reader, writer, first: bytes, peer: str) -> None:
         await serve(self.kafka, reader, writer, first, peer)
@@ -318,8 +335,12 @@ class ClusterNode:
                 self._group = group
                 ready.set_result(None)
                 await asyncio.Event().wait()  # the group lives until close() cancels it
-        except asyncio.CancelledError:
-            pass  # close(): the group has cancelled and awaited every task
+        except asyncio.CancelledError as cancelled:
+            # close(): the group has cancelled and awaited every task. The traceback goes: on
+            # CPython 3.11 the error is in a cycle with the frame of TaskGroup.__aexit__ (its
+            # local holds the error, the error's traceback the frame), and through that
+            # traceback the cycle held this frame, so `self`, so the whole closed node
+            cancelled.__traceback__ = None
         except BaseExceptionGroup as failed:
             if self._stopping:
                 return

@@ -127,11 +127,14 @@ class Broker:
         self._rejections: Counter[str] = Counter()
         self._partition_errors: Counter[str] = Counter()
         self._isr: Counter[str] = Counter()
-        self._handlers: dict[str, Callable[[Any], dict]] = {
-            Q.LEADER_AND_ISR: self._leader_and_isr,
-            Q.UPDATE_METADATA: self._update_metadata,
-            Q.STOP_REPLICA: self._stop_replica,
-            Q.METADATA: self._metadata_request,
+        # the handlers by method name, not as bound methods: a table of bound methods held by
+        # the broker would be a reference cycle, and a dropped broker, with every partition it
+        # holds, would then wait for the cyclic garbage collector (issue 16)
+        self._handlers: dict[str, str] = {
+            Q.LEADER_AND_ISR: "_leader_and_isr",
+            Q.UPDATE_METADATA: "_update_metadata",
+            Q.STOP_REPLICA: "_stop_replica",
+            Q.METADATA: "_metadata_request",
         }
 
     # -- identity --------------------------------------------------------------------------------
@@ -159,7 +162,8 @@ class Broker:
         """The ControlServer handler."""
         api = frame.api
         self._requests[api] += 1
-        handler = self._handlers.get(api)
+        name = self._handlers.get(api)
+        handler = getattr(self, name) if name is not None else None
         if handler is None:
             if self.fallback is not None:
                 return await self.fallback(frame)

@@ -181,6 +181,10 @@ class ControllerWatches:
         for s in self.serials:
             s.cancel()
         self.watches, self.serials, self.topic_watches = [], [], {}
+        # the serials run bound methods of this object: kept here, each is a reference cycle
+        # that held the topics read (an assignment per partition) for the cyclic collector
+        # once the node was dropped (issue 16)
+        self._broker_serial = self._isr_serial = None
         for future in self.topic_delivered.values():
             if not future.done():
                 future.cancel()

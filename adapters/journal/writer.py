@@ -61,11 +61,13 @@ import asyncio
 import errno
 import fcntl
 import gzip
+import inspect
 import json
 import logging
 import os
 import shutil
 import time
+import weakref
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -280,6 +282,20 @@ class Journal:
                                snapshot_provider=self.snapshot_provider, cluster_id=self.cluster_id)
         journal.roll()  # a segment at a file size limit cannot take more
         return journal
+
+    @property
+    def snapshot_provider(self) -> "SnapshotProvider | None":
+        """What gives the snapshot head of each new segment (None: no heads)."""
+        held = self._snapshot_provider
+        return held() if isinstance(held, weakref.WeakMethod) else held
+
+    @snapshot_provider.setter
+    def snapshot_provider(self, provider: "SnapshotProvider | None") -> None:
+        # A bound method is held weakly: its object (the controller loop) holds this journal,
+        # and a strong reference back made a cycle that kept a dropped node's controller state
+        # for the cyclic garbage collector (issue 16). A journal outliving its loop writes no
+        # snapshot heads, as one opened without a provider.
+        self._snapshot_provider = weakref.WeakMethod(provider) if inspect.ismethod(provider) else provider
 
     @property
     def failure(self) -> "JournalWriteError | None":

@@ -73,20 +73,22 @@ class KafkaApis:
         self._grouped: tuple[int, dict] | None = None  # (cache generation, partitions by topic)
         self._all_topics: tuple[tuple, bytes] | None = None  # ((version, generation, cluster id), encoded body)
         self.requests: Counter[str] = Counter()
+        # by method name, not bound methods: a table of bound methods on the instance is a
+        # reference cycle that kept a dropped node's broker for the cyclic collector (issue 16)
         self._handlers = {
-            K.API_API_VERSIONS: self._api_versions,
-            K.API_METADATA: self._metadata,
-            K.API_CREATE_TOPICS: self._create_topics,
-            K.API_DELETE_TOPICS: self._delete_topics,
-            K.API_CREATE_PARTITIONS: self._create_partitions,
-            K.API_DESCRIBE_CONFIGS: self._describe_configs,
-            K.API_ELECT_LEADERS: self._elect_leaders,
+            K.API_API_VERSIONS: "_api_versions",
+            K.API_METADATA: "_metadata",
+            K.API_CREATE_TOPICS: "_create_topics",
+            K.API_DELETE_TOPICS: "_delete_topics",
+            K.API_CREATE_PARTITIONS: "_create_partitions",
+            K.API_DESCRIBE_CONFIGS: "_describe_configs",
+            K.API_ELECT_LEADERS: "_elect_leaders",
         }
 
     async def handle(self, request: K.Request) -> dict | bytes:
         """The response body of a served request (or its encoding)."""
         self.requests[K.SERVED[request.api_key][0]] += 1
-        return await self._handlers[request.api_key](request)
+        return await getattr(self, self._handlers[request.api_key])(request)
 
     # -- helpers -----------------------------------------------------------------------------------
 

@@ -183,6 +183,14 @@ class _HoldingListener(logging.handlers.QueueListener):
         super().handle(record)
 
 
+def _mine(controller_id: int):
+    """The handler's filter: the records of this node's controller only."""
+
+    def mine(record: logging.LogRecord) -> bool:
+        return getattr(record.msg, "controller_id", None) == controller_id
+    return mine
+
+
 class StateChangeFile:
     """One node's state-change log file, written by a thread of its own (held while the
     controller is busy, see `_HoldingListener`)."""
@@ -197,7 +205,9 @@ class StateChangeFile:
         self._file.setFormatter(_FormatOnce(logformat.formatter(fmt)))
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._handler = _PassThroughQueueHandler(self._queue)
-        self._handler.addFilter(self._mine)
+        # a function of the id, not the bound method `self._mine`: the handler's filter list
+        # would hold this object in a cycle (issue 16)
+        self._handler.addFilter(_mine(controller_id))
         self._listener = _HoldingListener(self._queue, self._file)
         self._listener.start()
         logger.addHandler(self._handler)
@@ -210,9 +220,6 @@ class StateChangeFile:
     def hold_while(self, busy) -> None:
         """Write lines only when `busy()` is false (or once they are `MAX_HOLD_S` old)."""
         self._listener.hold = busy
-
-    def _mine(self, record: logging.LogRecord) -> bool:
-        return getattr(record.msg, "controller_id", None) == self.controller_id
 
     def flush(self) -> None:
         """Wait until every line logged so far is written (tests). Blocks: not on the loop."""

@@ -133,8 +133,12 @@ class Watch:
             if callbacks and self._trigger in callbacks:
                 self._zk._session.remove_watch_callback(event_type, self._full_path, self._trigger)
         self._zk._watches.discard(self)
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        # let go of the task: once cancelled it holds its CancelledError, whose traceback holds
+        # the frame of `_run`, so this watch; held here too, that was a reference cycle per
+        # cancelled watch, with the callback's owner hanging off it (issue 16)
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
         if not self._first.done():
             self._first.cancel()
 
