@@ -100,7 +100,13 @@ class LogDirs:
                 counts[x] += 1
         d = min(self.online, key=lambda x: (counts[x], self.online.index(x)))
         try:
-            os.makedirs(os.path.join(d, replica_dir_name(tp)), exist_ok=True)
+            # mkdir, not makedirs: a log dir that vanished (deleted, unmounted) must fail here,
+            # not be created again empty under the replicas it held (the chaos soak saw that:
+            # a new replica placed in the deleted dir recreated it before the next probe, and
+            # the failure went unnoticed)
+            os.mkdir(os.path.join(d, replica_dir_name(tp)))
+        except FileExistsError:
+            pass
         except OSError as exc:
             self.fail(d, f"creating {replica_dir_name(tp)}: {exc.strerror or exc}")
             raise KafkaStorageError(f"{tp}: log dir {d} failed") from None
