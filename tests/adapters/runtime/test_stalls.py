@@ -60,6 +60,8 @@ async def test_a_stall_names_a_garbage_collection_in_progress_and_other_busy_thr
 
     worker = threading.Thread(target=_busy_worker, name="busy-worker")
     worker.start()
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the simulated collection below: a real one's "stop" would end it early
     try:
         assert watch._on_gc in gc.callbacks
         watch._on_gc("start", {"generation": 2})  # as the interpreter calls it when a collection starts
@@ -67,6 +69,8 @@ async def test_a_stall_names_a_garbage_collection_in_progress_and_other_busy_thr
         watch._on_gc("stop", {"generation": 2})
         await asyncio.sleep(0.3)
     finally:
+        if was_enabled:
+            gc.enable()
         done.set()
         worker.join()
         watch.stop()
