@@ -18,6 +18,8 @@ import argparse
 import gc
 import sys
 import time
+
+from benchmarks.meters import per_event as _us
 from controller_core import codec
 from replay import digest as fast
 from replay import world
@@ -89,10 +91,6 @@ def main(argv=None) -> int:
         for name, (n, s, d) in sorted(per_type.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
             print(f"  {name:30} {n:7d} {s:8.2f} {d:9.2f} {_us(s / n):>11} {_us(d / n):>13}")
     return 0
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.0f} µs"
 
 
 if __name__ == "__main__":

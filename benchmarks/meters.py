@@ -86,3 +86,9 @@ class PeakRss:
         except (OSError, ValueError, IndexError):
             pass
         return None
+
+
+def per_event(seconds: float) -> str:
+    """A per-event time as people read it: ms from a millisecond up, µs below (the per-part
+    benchmarks' tables: generator_parts, replay_parts)."""
+    return f"{seconds * 1e3:,.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.0f} µs"

@@ -17,6 +17,8 @@ import time
 
 from replay import fold, local
 
+from benchmarks.meters import per_event as _us
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.replay_parts")
@@ -109,10 +111,6 @@ def main(argv=None) -> int:
         for name, (n, s, d, h) in sorted(per_type.items(), key=lambda kv: -sum(kv[1][1:])):
             print(f"  {name:30} {n:7d} {s:7.2f} {d:9.2f} {h:10.2f} {_us(s / n):>9} {_us(d / n):>10} {_us(h / n):>11}")
     return 0
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e3:,.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:,.0f} µs"
 
 
 if __name__ == "__main__":
