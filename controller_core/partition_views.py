@@ -107,33 +107,37 @@ def _view(values: tuple) -> PartitionView:
 _PACKED_BITS = 63
 
 
-def _row_tuples(matrix: np.ndarray) -> list[tuple]:
-    """Each row of a left-packed matrix (padded with -1) as a tuple, equal rows as one shared
-    tuple. A release's requests hold a handful of distinct replica lists and ISRs among
-    thousands of rows: when a row's values fit one int64 (ids from -1 to 2**b - 2, b bits each,
-    b times the width at most 63), the rows are told apart by that key in numpy and only the
-    distinct ones are made in Python; otherwise each row is looked up by its tuple."""
+def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of `matrix` and, for each row, the index of its own among them:
+    `(distinct, inverse)` with `distinct[inverse]` equal to `matrix`. A release's requests hold a
+    handful of distinct replica lists and ISRs among thousands of rows. When a row's values fit
+    one int64 (ids from -1 to 2**b - 2, b bits each, b times the width at most 63) the rows are
+    told apart by that key, a one-dimensional `np.unique`; otherwise by `np.unique(axis=0)`,
+    which sorts the rows as opaque records and costs some fifty times more."""
     n, width = matrix.shape
     if not n or not width:
-        return [()] * n
+        return matrix[:min(n, 1)], np.zeros(n, np.intp)
     top = int(matrix.max())
     bits = (top + 1).bit_length()
-    if width and int(matrix.min()) >= -1 and bits * width <= _PACKED_BITS:
+    if int(matrix.min()) >= -1 and bits * width <= _PACKED_BITS:
         key = np.zeros(n, np.int64)
         for j in range(width):
             key = (key << bits) | (matrix[:, j].astype(np.int64) + 1)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        distinct = [_cut(row) for row in matrix[first].tolist()]
-        return list(map(distinct.__getitem__, inverse.ravel().tolist()))
-    cut_of: dict[tuple, tuple] = {}
-    out = []
-    for row in matrix.tolist():
-        key = tuple(row)
-        t = cut_of.get(key)
-        if t is None:
-            t = cut_of[key] = _cut(row)
-        out.append(t)
-    return out
+        return matrix[first], inverse.reshape(-1)
+    distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _row_tuples(matrix: np.ndarray) -> list[tuple]:
+    """Each row of a left-packed matrix (padded with -1) as a tuple, equal rows as one shared
+    tuple: only the distinct rows are made in Python (`distinct_rows`)."""
+    n, width = matrix.shape
+    if not n or not width:
+        return [()] * n
+    distinct, inverse = distinct_rows(matrix)
+    made = [_cut(row) for row in distinct.tolist()]
+    return list(map(made.__getitem__, inverse.tolist()))
 
 
 _BY_IDENTITY = 1024

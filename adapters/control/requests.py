@@ -39,7 +39,7 @@ import numpy as np
 import orjson
 
 from controller_core import commands as C
-from controller_core.partition_views import PartitionViews
+from controller_core.partition_views import PartitionViews, distinct_rows
 from controller_core.values import BrokerInfo, PartitionView, TopicPartition
 from adapters.control.framing import EncodedBody
 
@@ -108,36 +108,37 @@ def _columns_body(pv: PartitionViews) -> dict:
     sets: dict[tuple, int] = {}
     set_list: list[list[int]] = []
 
+    def index_of(members: tuple) -> int:
+        i = sets.get(members)
+        if i is None:
+            i = sets[members] = len(set_list)
+            set_list.append(list(members))
+        return i
+
     def indexes(matrix: np.ndarray) -> np.ndarray:
-        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
-        index = np.empty(len(unique), np.int64)
-        for u, row in enumerate(unique.tolist()):
-            members = tuple(x for x in row if x != -1)
-            i = sets.get(members)
-            if i is None:
-                i = sets[members] = len(set_list)
-                set_list.append(list(members))
-            index[u] = i
-        return index[inverse.reshape(-1)]
+        distinct, inverse = distinct_rows(matrix)
+        index = np.array([index_of(tuple(x for x in row if x != -1)) for row in distinct.tolist()], np.int64)
+        return index[inverse]
 
     def moving(mask) -> np.ndarray:
-        if mask is None:
-            return indexes(np.full((n, 1), -1, np.int32))
+        if mask is None or not mask.any():
+            return np.full(n, index_of(()), np.int64)
         return indexes(np.where(mask, pv.replicas, -1))
 
     isr, replicas = indexes(pv.isr), indexes(pv.replicas)
     adding, removing = moving(pv.adding), moving(pv.removing)
     new = pv.is_new.astype(np.int64) if pv.is_new is not None else np.zeros(n, np.int64)
-    codes: dict[str, int] = {}
-    topic_of = np.fromiter((codes.setdefault(tp.topic, len(codes)) for tp in pv.tps), np.int64, n)
-    partition = np.fromiter((tp.partition for tp in pv.tps), np.int64, n)
+    topics, partitions = zip(*pv.tps)  # (a TopicPartition is a tuple: split in C, not per partition)
+    names = list(dict.fromkeys(topics))  # in order of first appearance
+    codes = {t: i for i, t in enumerate(names)}
+    topic_of = np.fromiter(map(codes.__getitem__, topics), np.int64, n)
     order = np.argsort(topic_of, kind="stable")
-    groups = np.split(order, np.flatnonzero(np.diff(topic_of[order])) + 1)
-    names = list(codes)
-    columns = (partition, pv.controller_epoch, pv.leader, pv.leader_epoch, isr, pv.zk_version, replicas, adding,
-               removing, new)
+    bounds = [0, *(np.flatnonzero(np.diff(topic_of[order])) + 1).tolist(), n]
+    columns = [c[order].tolist() for c in (np.array(partitions, np.int64), pv.controller_epoch, pv.leader,
+                                            pv.leader_epoch, isr, pv.zk_version, replicas, adding, removing, new)]
     return {"sets": set_list,
-            "topics": [[names[int(topic_of[g[0]])], *(c[g].tolist() for c in columns)] for g in groups]}
+            "topics": [[names[k], *(c[lo:hi] for c in columns)]
+                       for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]}
 
 
 # -- pre-encoded bodies (the controller's hot path) ---------------------------------------------

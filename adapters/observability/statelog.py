@@ -34,10 +34,13 @@ import logging
 import logging.handlers
 import queue
 import time
+from itertools import starmap
 from pathlib import Path
 
 from controller_core import commands as C
+from controller_core.columns import PartitionImage, _cut
 from controller_core.machines import PartitionState
+from controller_core.partition_views import ImageRows, distinct_rows
 
 from adapters.observability import logformat
 
@@ -94,20 +97,44 @@ class StateChangeLine(logformat.Structured):
         return f"{self._head()}: {self._what()}{self._tail()}"
 
     def __str__(self) -> str:
-        if self._with_leaders():
-            parts = self.state.partitions
-            items = []
-            for tp in self.entry.partitions:
-                info = parts.get(tp)
-                li = info.leader_isr if info is not None else None
-                if li is None:
-                    items.append(str(tp))
-                else:
-                    items.append(f"{tp} (leader {li.leader}, epoch {li.leader_epoch}, isr {','.join(map(str, li.isr))})")
-            listing = ", ".join(items)
+        tps = self.entry.partitions
+        if not self._with_leaders():
+            return f"{self.summary()}: {', '.join(starmap(_TP.format, tps))}"
+        leaders = self._leader_isrs()
+        if leaders is not None:
+            leader, epoch, isr = leaders
+            isr_text = [",".join(map(str, members)) for members in isr[0]]
+            listing = ", ".join(map(_TP_LEADER.format, *zip(*tps), leader, epoch, map(isr_text.__getitem__, isr[1])))
         else:
-            listing = ", ".join(map(str, self.entry.partitions))
+            items = []
+            for tp, li in zip(tps, self._leader_isrs_one_by_one()):
+                items.append(_TP.format(*tp) if li is None else _TP_LEADER.format(*tp, li.leader, li.leader_epoch,
+                                                                                    ",".join(map(str, li.isr))))
+            listing = ", ".join(items)
         return f"{self.summary()}: {listing}"
+
+    def _leader_isrs(self):
+        """`(leaders, leader epochs, (distinct ISRs, each partition's index among them))` of the
+        entry's partitions from the state's image columns (a failover's line lists 100,000
+        partitions: one object per partition would take the controller's GIL for a second), or
+        None where the columns do not say it all (a partition without a state, or kept whole in
+        the image's `odd` map)."""
+        image = self.state.partitions
+        tps = self.entry.partitions
+        if not isinstance(image, PartitionImage) or image.odd or len(tps) < _COLUMNAR_LINE:
+            return None
+        views = ImageRows(image).views(tps)
+        if len(views) != len(tps):
+            return None
+        distinct, inverse = distinct_rows(views.isr)
+        return (views.leader.tolist(), views.leader_epoch.tolist(),
+                ([_cut(row) for row in distinct.tolist()], inverse.tolist()))
+
+    def _leader_isrs_one_by_one(self):
+        parts = self.state.partitions
+        for tp in self.entry.partitions:
+            info = parts.get(tp)
+            yield info.leader_isr if info is not None else None
 
     def fields(self) -> dict:
         e = self.entry
@@ -117,17 +144,26 @@ class StateChangeLine(logformat.Structured):
             "replica": e.replica if e.replica >= 0 else None,
             "transition": f"{e.from_state}->{e.to_state}", "from_state": e.from_state, "to_state": e.to_state,
             "ok": e.ok, "detail": e.detail, "count": len(e.partitions),
-            "partitions": [str(tp) for tp in e.partitions],
+            "partitions": list(starmap(_TP.format, e.partitions)),
         }
         if self._with_leaders():
-            parts = self.state.partitions
-            leader_isr = []
-            for tp in e.partitions:
-                info = parts.get(tp)
-                li = info.leader_isr if info is not None else None
-                leader_isr.append(None if li is None else [li.leader, li.leader_epoch, list(li.isr)])
+            leaders = self._leader_isrs()
+            if leaders is not None:
+                leader, epoch, (isrs, which) = leaders
+                isr_lists = [list(members) for members in isrs]
+                leader_isr = [[lead, le, isr_lists[k]] for lead, le, k in zip(leader, epoch, which)]
+            else:
+                leader_isr = [None if li is None else [li.leader, li.leader_epoch, list(li.isr)]
+                              for li in self._leader_isrs_one_by_one()]
             out["leader_isr"] = leader_isr  # parallel to `partitions`: [leader, leader_epoch, isr]
         return out
+
+
+_TP = "{}-{}"
+"""A partition as Kafka prints it (`str(TopicPartition)`), formatted in C from the tuple."""
+_TP_LEADER = "{}-{} (leader {}, epoch {}, isr {})"
+_COLUMNAR_LINE = 64
+"""Lines of at least this many partitions read leaders and ISRs from the image's columns."""
 
 
 def log_state_changes(command: C.LogStateChanges, state, controller_id: int, event_seq: int | None) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from controller_core import codec
 from controller_core.draft import ALL, Outbox, _requests_from_columns, _requests_from_views
-from controller_core.partition_views import PartitionViews, _row_tuples
+from controller_core.partition_views import PartitionViews, _row_tuples, distinct_rows
 from controller_core.state import PartitionInfo
 from controller_core.values import ReplicaAssignment
 
@@ -84,8 +84,12 @@ def test_a_partition_views_is_a_sequence_equal_to_its_tuple():
         lambda ids, width=width: ids + [-1] * (width - len(ids))), max_size=40).map(
     lambda rows, width=width: np.array(rows, np.int32).reshape(len(rows), width))))
 def test_row_tuples_are_the_rows_cut_each_distinct_row_made_once(matrix):
-    """`_row_tuples` (how `PartitionViews` makes its replica and ISR lists): packed into one
-    int64 key when the ids are small, looked up by tuple otherwise (ids up to 2**31 - 1)."""
+    """`_row_tuples` (how `PartitionViews` makes its replica and ISR lists) and `distinct_rows`
+    (also the request bodies' replica sets): packed into one int64 key when the ids are small,
+    compared as whole rows otherwise (ids up to 2**31 - 1)."""
+    distinct, inverse = distinct_rows(matrix)
+    assert distinct[inverse].tolist() == matrix.tolist()
+    assert len({tuple(r) for r in distinct.tolist()}) == len(distinct)
     rows = _row_tuples(matrix)
     assert rows == [tuple(r for r in row if r != -1) for row in matrix.tolist()]
     made: dict = {}

@@ -200,3 +200,48 @@ def test_a_resignation_is_not_described_as_brokers_failing_or_topics_deleted():
     line = "; ".join(parts)
     assert "resigned: ZooKeeper session expired" in line
     assert "failed" not in line and "deleted" not in line and "topics_deleted" not in fields
+
+
+# -- a large line is rendered from the image's columns ---------------------------------------------
+
+
+def _reference(line: statelog.StateChangeLine) -> tuple[str, list]:
+    """The line as one partition at a time reads it from the state (the definition)."""
+    items, leader_isr = [], []
+    for p in line.entry.partitions:
+        info = line.state.partitions.get(p)
+        li = info.leader_isr if info is not None else None
+        items.append(str(p) if li is None else
+                     f"{p} (leader {li.leader}, epoch {li.leader_epoch}, isr {','.join(map(str, li.isr))})")
+        leader_isr.append(None if li is None else [li.leader, li.leader_epoch, list(li.isr)])
+    return f"{line.summary()}: {', '.join(items)}", leader_isr
+
+
+@pytest.mark.parametrize("case", ["columns", "a partition without a state", "an odd partition", "small"])
+def test_a_large_line_lists_what_each_partition_holds(case):
+    from controller_core.values import LeaderIsr
+    from tests.core.builders import elected
+
+    topics = {f"t{k}": [[1 + (p + k) % 4, 1 + (p + k + 1) % 4, 1 + (p + 2 * k + 3) % 4] for p in range(50)]
+              for k in range(3)}
+    topics = {t: [list(dict.fromkeys(r)) for r in parts] for t, parts in topics.items()}
+    states = {TopicPartition(t, p): LeaderIsr(r[-1], p, tuple(r[::-1][: 1 + p % len(r)]), 1, p % 3)
+              for t, parts in topics.items() for p, r in enumerate(parts)}
+    if case == "an odd partition":
+        states[TopicPartition("t1", 7)] = LeaderIsr(2, 2 ** 40, (2,), 1, 0)  # beyond the image's int32 columns
+    state, _ = elected(brokers=(1, 2, 3, 4), topics=topics, states=states)
+    tps = [TopicPartition(t, p) for t in topics for p in range(50)][::-1]
+    if case == "a partition without a state":
+        tps.insert(40, TopicPartition("gone", 0))
+    if case == "small":
+        tps = tps[:5]
+    entry = C.StateChange("OfflinePartition", "OnlinePartition", tuple(tps))
+    line = statelog.StateChangeLine(1, 4, "BrokersChanged", 17, entry, state)
+    assert (line._leader_isrs() is not None) == (case == "columns")
+    text, leader_isr = _reference(line)
+    assert str(line) == text
+    assert line.fields()["leader_isr"] == leader_isr
+    assert line.fields()["partitions"] == [str(p) for p in tps]
+    plain = statelog.StateChangeLine(1, 4, "BrokersChanged", 17,
+                                     C.StateChange("OnlinePartition", "OfflinePartition", tuple(tps)), state)
+    assert str(plain) == f"{plain.summary()}: {', '.join(map(str, tps))}"
