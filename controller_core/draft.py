@@ -696,17 +696,19 @@ def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbo
     parts = state.partitions
     epoch = state.epoch
     rows = ImageRows(parts, hints)
-
-    def wanted(tps) -> list:
-        if not skip and only is None:
-            return tps
-        return [tp for tp in tps if tp not in skip and (only is None or tp in only)]
+    among = None
+    if skip or only is not None:
+        # the rows to send, as a mask: a large write's progress sends a quarter of each request,
+        # and testing each partition for membership cost more than the rest of the release
+        among = rows.mask_of(only) if only is not None else np.ones(parts.size, bool)
+        if skip:
+            among &= ~rows.mask_of(skip)
 
     for b, tps, new_tps in outbox.leader_and_isr:
         broker = brokers.get(b)
         if broker is None:
             continue
-        views = rows.views(wanted(tps), is_new=new_tps)
+        views = rows.views(tps, is_new=new_tps, among=among)
         if views:
             commands.append(C.SendLeaderAndIsr(
                 broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
@@ -715,7 +717,7 @@ def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbo
     if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
         # sorted: replayable
         um_tps = rows.every_partition() if outbox.um_partitions is ALL else outbox.um_partitions
-        views = rows.views(wanted(um_tps), deleting=state.topics_to_delete, for_metadata=True)
+        views = rows.views(um_tps, deleting=state.topics_to_delete, for_metadata=True, among=among)
         for b in (sorted(outbox.um_brokers) if views or only is None else ()):
             broker = brokers.get(b)
             if broker is not None:

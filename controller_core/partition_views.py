@@ -163,7 +163,7 @@ class ImageRows:
             a = self._columns[name] = self.image.column(name)
         return a
 
-    def _rows_of(self, tps) -> np.ndarray:
+    def rows_of(self, tps) -> np.ndarray:
         """The row id of each partition of `tps`, -1 for one the image does not know. A request
         of a good share of the image (a new controller's batch sends every partition in
         UpdateMetadata and a third of them to each broker) is matched by identity (below);
@@ -217,12 +217,25 @@ class ImageRows:
             rows[miss] = self._looked_up([tps[k] for k in miss.tolist()])
         return rows
 
+    def mask_of(self, tps) -> np.ndarray:
+        """A mask over the image's rows: the rows of `tps` (partitions it does not know left out)."""
+        mask = np.zeros(self.image.size, bool)
+        rows = self.rows_of(tps if isinstance(tps, (list, tuple)) else list(tps))
+        mask[rows[rows >= 0]] = True
+        return mask
+
     def views(self, tps, is_new: frozenset = frozenset(), deleting: frozenset = frozenset(),
-              for_metadata: bool = False) -> PartitionViews:
+              for_metadata: bool = False, among: np.ndarray | None = None) -> PartitionViews:
         """The partitions of `tps` (in that order) that exist and have a leader-and-ISR, as they
         are sent to brokers: in UpdateMetadata (`for_metadata`), a topic queued for deletion shows
-        leader -2 (LeaderDuringDelete), as `draft.partition_view` does."""
-        rows = self._rows_of(tps)
+        leader -2 (LeaderDuringDelete), as `draft.partition_view` does. With `among` (a mask over
+        the image's rows, `mask_of`), only the partitions whose rows it holds."""
+        rows = self.rows_of(tps)
+        if among is not None:
+            inside = rows >= 0
+            inside[inside] = among[rows[inside]]
+            tps = list(compress(tps, inside.tolist()))
+            rows = rows[inside]
         found = rows >= 0
         ok = found.copy()
         at = rows[found]
