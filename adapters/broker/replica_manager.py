@@ -279,6 +279,7 @@ class SimulatedReplicaManager:
         self._led: dict[TopicPartition, None] = {}  # insertion-ordered set
         self._due: dict[TopicPartition, float] = {}  # led partitions with a change pending, and when
         self._live: frozenset[int] | None = None  # None until the first UpdateMetadata
+        self._listed_offline: set[TopicPartition] = set()  # replicas whose `offline` is not empty
 
     # -- replica transitions -------------------------------------------------------------------
 
@@ -317,6 +318,7 @@ class SimulatedReplicaManager:
         self._stop_leading(r)
         if delete:
             del self._replicas[tp]
+            self._listed_offline.discard(tp)
         else:
             r.role = ROLE_STOPPED
 
@@ -365,6 +367,8 @@ class SimulatedReplicaManager:
     def update_offline_replicas(self, tps, offline: Mapping[TopicPartition, frozenset[int]]) -> None:
         """An UpdateMetadata's offline replicas for `tps` (those it carries): a follower on a failed
         log dir does not fetch, so it never rejoins the ISR while it is listed."""
+        if not offline and not self._listed_offline:
+            return  # none listed now or before: a 100,000-partition UpdateMetadata changes nothing
         now = self._clock()
         for tp in tps:
             r = self._replicas.get(tp)
@@ -373,6 +377,10 @@ class SimulatedReplicaManager:
             listed = offline.get(tp, frozenset())
             if listed != r.offline:
                 r.offline = listed
+                if listed:
+                    self._listed_offline.add(tp)
+                else:
+                    self._listed_offline.discard(tp)
                 if r.role == ROLE_LEADER:
                     self._refresh(r, now)
 

@@ -147,6 +147,23 @@ def test_offline_target_never_joins_until_it_returns(rm, clock):
     assert p.added == (4,)
 
 
+def test_a_follower_listed_offline_rejoins_once_an_update_no_longer_lists_it(rm, clock):
+    """UpdateMetadata's offline replicas, listed then no longer listed (an update listing nothing
+    must still clear what an earlier one listed)."""
+    rm.update_live_brokers(frozenset({1, 2, 3, 4}))
+    rm.become_leader(view(isr=(1, 2, 3), replicas=(1, 2, 3, 4)))
+    rm.update_offline_replicas([TP], {TP: frozenset({4})})
+    clock.advance(10 * LAG)
+    assert rm.isr_proposals() == []
+    rm.update_offline_replicas([TP1], {})  # another partition's update: 4 stays offline for TP
+    clock.advance(10 * LAG)
+    assert rm.isr_proposals() == []
+    rm.update_offline_replicas([TP], {})
+    clock.advance(CATCH_UP)
+    [p] = rm.isr_proposals()
+    assert p.added == (4,)
+
+
 # -- shrinking ---------------------------------------------------------------------------------------
 
 
