@@ -73,3 +73,37 @@ def test_the_summary_keeps_the_median_runs_write_counts():
                                             "partitions_in_flight_at_end": 10 * in_flight}})
     s = failover.summarize(samples)
     assert s["zk_writes_of_median_run"] == {"reported": 1, "in_flight_at_end": 1, "partitions_in_flight_at_end": 10}
+
+
+def test_events_processed_after_the_end_are_left_out_of_the_phases():
+    """The runner closes a session before it computes the phases, and the controller's loop
+    goes on meanwhile: the events it processed after the end (here the rest of a write's
+    progress) were counted in the step and journal phases (at 10,000 partitions, 100 of the
+    controller-failover step's 200 ms). Now they are reported beside them."""
+    probe = _probe(t0=0.0)
+    probe.on_event(_elected(), _timing(enqueued=0.1, done=0.2, step_ms=50.0, commands=[_write(1, 5000)]))
+    end = 0.5
+    after = E.PartitionStatesWritten(at=0, write_id=1, landed=(), final=False)
+    probe.on_event(after, _timing(enqueued=0.6, done=0.7, step_ms=40.0))  # wholly after the end
+    out = failover._phases(probe, end, "ControllerElected", E.ControllerElected)
+    assert out["phases_ms"]["step"] == pytest.approx(50.0) and out["phases_ms"]["journal"] == pytest.approx(1.0)
+    assert set(out["events"]) == {"ControllerElected"}
+    assert out["after_end"] == {"events": 1, "step_ms": pytest.approx(40.0), "journal_ms": pytest.approx(1.0),
+                                "queue_ms": 0.0}
+
+
+def test_an_event_that_straddles_the_end_counts_its_part_before_the_end():
+    """At 100,000 partitions a step runs in a thread (adapters/controller/loop.py) and the
+    acknowledgements that end the run arrive meanwhile."""
+    probe = _probe(t0=0.0)
+    probe.on_event(_elected(), _timing(enqueued=0.1, done=0.2, step_ms=50.0))
+    # laid back from done=0.9: execute 0, journal 0.899-0.9, step 0.599-0.899, queue 0.589-0.599
+    timing = {**_timing(enqueued=0.589, done=0.9, step_ms=300.0), "queue_ms": 10.0}
+    probe.on_event(E.PartitionStatesWritten(at=0, write_id=1, final=False), timing)
+    end = 0.799
+    out = failover._phases(probe, end, "ControllerElected", E.ControllerElected)
+    assert out["phases_ms"]["step"] == pytest.approx(50.0 + 200.0)
+    assert out["phases_ms"]["queue"] == pytest.approx(10.0)
+    assert out["events"]["PartitionStatesWritten"]["count"] == 1
+    assert out["after_end"]["events"] == 1 and out["after_end"]["step_ms"] == pytest.approx(100.0)
+    assert out["after_end"]["journal_ms"] == pytest.approx(1.0)
