@@ -482,15 +482,35 @@ async def _until_acked(cluster: BenchCluster, cls, api: str, brokers, condition,
 
 def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
     """Attribute the time from t0 to `end` to phases. Broker round trip runs from the end of
-    the last `release_type` event (the one whose step queued the requests) to `end`."""
+    the last `release_type` event (the one whose step queued the requests) to `end`.
+
+    The probe keeps reporting after the end (the runner closes a session before it calls
+    this, and the loop goes on with the events that followed: the last acknowledgements, the
+    rest of a write's progress), so the queue, step and journal phases count only the part of
+    each event before `end`; the rest is reported beside them (`after_end`)."""
     t0 = probe.t0
     total = (end - t0) * 1000
     first = next((timing for event, timing in probe.events if type(event).__name__ == trigger), None)
     watch = ((first["enqueued"] - t0) * 1000) if first and first["enqueued"] else 0.0
-    queue = sum(t["queue_ms"] for _, t in probe.events)
-    step = sum(t["step_ms"] + t["execute_ms"] for _, t in probe.events)
-    journal = sum(t["journal_ms"] for _, t in probe.events)
-    zk_writes = sum(w[3] for w in probe.writes) * 1000
+    by_type: dict[str, dict] = {}  # where the step and journal phases go, event type by event type
+    after = {"events": 0, "step_ms": 0.0, "journal_ms": 0.0, "queue_ms": 0.0}
+    for event, t in probe.events:
+        parts = _before_end(t, end)
+        if t["done"] > end:
+            after["events"] += 1
+            whole = {"queue_ms": t["queue_ms"], "journal_ms": t["journal_ms"], "step_ms": t["step_ms"] + t["execute_ms"]}
+            for k in whole:
+                after[k] += whole[k] - parts[k]
+            if not any(parts.values()):
+                continue  # wholly after the end
+        row = by_type.setdefault(type(event).__name__, {"count": 0, "step_ms": 0.0, "journal_ms": 0.0, "queue_ms": 0.0})
+        row["count"] += 1
+        for k in parts:
+            row[k] += parts[k]
+    queue = sum(row["queue_ms"] for row in by_type.values())
+    step = sum(row["step_ms"] for row in by_type.values())
+    journal = sum(row["journal_ms"] for row in by_type.values())
+    zk_writes, write_counts = _zk_writes(probe, end)
     release = max((t["done"] for e, t in probe.events if isinstance(e, release_type) and t["done"] <= end),
                   default=None)
     round_trip = ((end - release) * 1000) if release else 0.0
@@ -498,19 +518,63 @@ def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
     out = {"total_ms": total, "phases_ms": {"watch_delivery": watch, "queue": queue, "step": step, "journal": journal,
                                             "zk_writes": zk_writes, "broker_round_trip": round_trip,
                                             "other": max(total - known, 0.0)}}
-    by_type: dict[str, dict] = {}  # where the step and journal phases go, event type by event type
-    for event, t in probe.events:
-        row = by_type.setdefault(type(event).__name__, {"count": 0, "step_ms": 0.0, "journal_ms": 0.0, "queue_ms": 0.0})
-        row["count"] += 1
-        row["step_ms"] += t["step_ms"] + t["execute_ms"]
-        row["journal_ms"] += t["journal_ms"]
-        row["queue_ms"] += t["queue_ms"]
     out["events"] = by_type
+    out["after_end"] = after
+    out["zk_write_counts"] = write_counts
     if probe.cpu is not None:
         out["cpu"] = probe.cpu
     if probe.peak_rss_mb is not None:
         out["peak_rss_mb"] = probe.peak_rss_mb
     return out
+
+
+def _before_end(timing: dict, end: float) -> dict:
+    """The part of one processed event's queue, journal and step (with execute) time that lay
+    before `end`. The loop reports durations and the moment it was done, so the spans are laid
+    back from `done` in the order they ran: execute, the journal sync the decision waited for,
+    the step, the queue (a record appended before the step is counted with the sync: an
+    approximation only for an event that straddles the end)."""
+    if timing["done"] <= end:
+        return {"queue_ms": timing["queue_ms"], "journal_ms": timing["journal_ms"],
+                "step_ms": timing["step_ms"] + timing["execute_ms"]}
+    cursor = timing["done"]
+    out = {"queue_ms": 0.0, "journal_ms": 0.0, "step_ms": 0.0}
+    for key, ms in (("step_ms", timing["execute_ms"]), ("journal_ms", timing["journal_ms"]),
+                    ("step_ms", timing["step_ms"]), ("queue_ms", timing["queue_ms"])):
+        start = cursor - ms / 1000
+        out[key] += max(0.0, min(cursor, end) - start) * 1000
+        cursor = start
+    return out
+
+
+def _zk_writes(probe: Probe, end: float) -> tuple[float, dict]:
+    """The zk_writes phase: the time partition-state writes were in flight between t0 and
+    `end`, summed over writes (concurrent writes each count), and how many writes ran.
+
+    The writer reports a write once, when it is done (`on_written`). A write still in flight
+    at the end has no report yet: in controller-failover the end is the acknowledgement of the
+    new controller's UpdateMetadata, which does not wait for the ISR shrinks written in the
+    same decision, so at 10,000 partitions and more (and in the slower patterns at any size)
+    the whole phase was missing. Such a write counts from the end of the decision that issued
+    it (the writer starts it a few ms later, when its task first runs) to the end; a write
+    reported after the end counts up to the end only."""
+    t0 = probe.t0
+    spent = 0.0
+    reported: set[int] = set()
+    for at, write_id, _count, seconds in probe.writes:
+        start = at - seconds
+        if start < end:
+            spent += min(at, end) - max(start, t0)
+            reported.add(write_id)
+    in_flight = {}
+    for _, t in probe.events:
+        for c in t["commands"]:
+            if isinstance(c, C.WritePartitionStates) and c.write_id not in reported and t["done"] < end:
+                in_flight.setdefault(c.write_id, (t["done"], len(c.writes)))
+    spent += sum(end - issued for issued, _ in in_flight.values())
+    counts = {"reported": len(reported), "in_flight_at_end": len(in_flight),
+              "partitions_in_flight_at_end": sum(n for _, n in in_flight.values())}
+    return spent * 1000, counts
 
 
 RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_controlled_shutdown,
@@ -538,7 +602,12 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
     if rss:
         out["peak_rss_mb"] = statistics.median(rss)
     if samples and "events" in samples[0]:  # the median run's breakdown by event type
-        out["events_of_median_run"] = sorted(samples, key=lambda s: s["total_ms"])[len(samples) // 2]["events"]
+        median_run = sorted(samples, key=lambda s: s["total_ms"])[len(samples) // 2]
+        out["events_of_median_run"] = median_run["events"]
+        if "zk_write_counts" in median_run:  # writes still in flight at the end are part of zk_writes
+            out["zk_writes_of_median_run"] = median_run["zk_write_counts"]
+        if "after_end" in median_run:  # what the probe saw after the end, left out of the phases
+            out["after_end_of_median_run"] = median_run["after_end"]
     if unprepared is not None:
         out["unprepared_ms"] = unprepared["total_ms"]
         out["unprepared_phases_ms"] = unprepared["phases_ms"]

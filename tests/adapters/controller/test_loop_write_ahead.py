@@ -14,14 +14,7 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.values import BrokerInfo, ReplicaAssignment
-
-
-class Recorder:
-    def __init__(self):
-        self.commands: list = []
-
-    def execute(self, commands, state) -> None:
-        self.commands.extend(commands)
+from tests.adapters.executors import Recorder
 
 
 async def test_the_decision_is_computed_during_the_fsync_and_executed_only_after_it(tmp_path, monkeypatch):

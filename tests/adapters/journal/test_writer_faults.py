@@ -23,6 +23,7 @@ from controller_core import events as E
 from controller_core.state import ControllerConfig
 from controller_core.values import BrokerInfo, ReplicaAssignment, TopicPartition
 from adapters.journal.format import list_segments, read_journal
+from tests.adapters.executors import Recorder
 
 FAST = {"zookeeper.session.timeout.ms": "3000", "auto.leader.rebalance.enable": "false",
         "replica.catch.up.delay.ms": "100"}
@@ -121,17 +122,6 @@ def test_a_flipped_bit_in_the_middle_stops_the_node_with_one_line(zk_connect, tm
             await admin.close()
 
     assert asyncio.run(not_registered()) == ([], (None, 0))
-
-
-class Recorder:
-    """The executor's place: records the commands instead of doing I/O (nothing here talks to
-    ZooKeeper; what is tested is the loop's write-ahead rule)."""
-
-    def __init__(self):
-        self.commands: list = []
-
-    def execute(self, commands, state) -> None:
-        self.commands.extend(commands)
 
 
 async def test_an_unwritable_journal_ends_the_term_without_acting_on_what_is_not_durable(tmp_path, monkeypatch):
