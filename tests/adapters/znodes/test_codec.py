@@ -641,7 +641,7 @@ def test_modules_use_only_the_standard_library_and_values(module):
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
-    assert imported <= {"__future__", "base64", "functools", "json", "re", "reprlib", "collections.abc",
+    assert imported <= {"__future__", "base64", "functools", "itertools", "json", "re", "reprlib", "collections.abc",
                         "typing", "controller_core.values"}
 
 
@@ -720,3 +720,24 @@ def test_the_canonical_state_reader_agrees_with_the_strict_json_reader(leader, l
 def test_a_state_that_looks_canonical_but_is_not_gets_the_strict_readers_error(data, problem):
     with pytest.raises(zkdata.ZnodeFormatError, match=problem):
         zkdata.decode_partition_state(data, 0)
+
+
+@pytest.mark.parametrize("partitions", [
+    {"0": [1, 2], "1": [2, 3]},
+    {"0": [], "7": [2147483647, -2147483648]},
+    {"-1": [1]},
+    {"0000000001": [1]},
+])
+def test_a_plainly_formed_topic_reads_as_the_entry_by_entry_checks_read_it(partitions):
+    """The whole-map fast path (`_plain_partition_map`) against the entry-by-entry checks."""
+    fast = zkdata._plain_partition_map(partitions)
+    assert fast is not None
+    assert list(fast.items()) == [(int(k), tuple(v)) for k, v in partitions.items()]
+
+
+@pytest.mark.parametrize("partitions", [
+    {"0": [1, True]}, {"0": [1, 2.0]}, {"0": (1,)}, {"0": [2147483648]}, {"01": [1], "1": [2]},
+    {"00000000001": [1]}, {"a": [1]}, {"2147483648": [1]},
+])
+def test_anything_unusual_in_a_topic_goes_to_the_checks_that_name_it(partitions):
+    assert zkdata._plain_partition_map(partitions) is None
