@@ -41,6 +41,7 @@ def _listed(line: str) -> set[str]:
 async def test_a_failover_lists_every_partition_and_the_decision_names_the_failed_broker(
         zk_connect, tmp_path, admin, caplog):
     caplog.set_level(logging.INFO, logger="kctl.controller")
+    caplog.set_level(logging.INFO, logger="kctl.watches")
     nodes = []
     try:
         for i in (1, 2, 3):
@@ -93,6 +94,11 @@ async def test_a_failover_lists_every_partition_and_the_decision_names_the_faile
     assert f"{PARTITIONS} partitions went offline" in text
     assert f"{PARTITIONS} leaders elected (offline election, 0 unclean)" in text
     assert decisions[0].fields()["brokers_failed"] == [victim.broker_id]
+    # the controller said how long reading the cluster took it, part by part, when elected
+    reads = [r.getMessage() for r in caplog.records if r.name == "kctl.watches" and "read the cluster" in r.getMessage()]
+    assert reads and all(re.fullmatch(r"read the cluster in [0-9.]+ s: \d+ brokers \([0-9.]+ s\), \d+ topics "
+                                      r"\([0-9.]+ s\), \d+ partition states \([0-9.]+ s, read and parsed\)", m)
+                         for m in reads), reads
 
 
 def test_json_lines_carry_the_stable_keys_and_the_full_partition_list():
