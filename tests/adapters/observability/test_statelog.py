@@ -96,8 +96,8 @@ async def test_a_failover_lists_every_partition_and_the_decision_names_the_faile
     assert decisions[0].fields()["brokers_failed"] == [victim.broker_id]
     # the controller said how long reading the cluster took it, part by part, when elected
     reads = [r.getMessage() for r in caplog.records if r.name == "kctl.watches" and "read the cluster" in r.getMessage()]
-    assert reads and all(re.fullmatch(r"read the cluster in [0-9.]+ s: \d+ brokers \([0-9.]+ s\), \d+ topics "
-                                      r"\([0-9.]+ s\), \d+ partition states \([0-9.]+ s, read and parsed\)", m)
+    assert reads and all(re.fullmatch(r"read the cluster in [0-9.]+ s: the watches and \d+ brokers \([0-9.]+ s\), \d+ "
+                                      r"topics \([0-9.]+ s more\), \d+ partition states \([0-9.]+ s, read and parsed\)", m)
                          for m in reads), reads
 
 
