@@ -89,7 +89,9 @@ def start_machines(d: Draft) -> bool:
     intents: defaultdict[int, list] = defaultdict(list)  # row -> the intents of its write
     dead = sorted(set(replicas[dead_at].tolist()))
     for b in dead:
-        holding = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1))
+        # (not the partitions of topics queued for deletion: their replicas leave the ISR in the
+        # deletion's resumption, after every other partition's writes, as the walk orders them)
+        holding = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1) & kept)
         hit = V.shrink(isr, leader, leader_epoch, b, holding)
         written[hit] = True
         for k in hit.tolist():

@@ -105,3 +105,19 @@ def test_writes_keep_the_walks_order_shrinks_before_elections():
     assert_same(fast, slow)
     write = next(c for c in fast[1] if type(c).__name__ == "WritePartitionStates")
     assert [w.tp for w in write.writes] == [tp("t0", 1), tp("t0", 0)]
+
+
+def test_a_deleting_topics_dead_replica_leaves_the_isr_after_every_other_partitions_writes():
+    """Found by Hypothesis: t0 and t1 (queued for deletion, sorted first) lose their only
+    replica with the old controller, as does t2's leader. The walk writes t2-0 first (its
+    replicas go Offline, then it elects) and t0-0, t1-0 in the deletion's resumption; the
+    columns shrank every partition's ISR at once, deletions' too, and wrote t0-0 first."""
+    cluster = ({"t0": [[1]], "t1": [[1]], "t2": [[1, 2]]},
+               {tp("t0", 0): LeaderIsr(1, 0, (1,), 0, 0), tp("t1", 0): LeaderIsr(1, 0, (1,), 0, 0),
+                tp("t2", 0): LeaderIsr(1, 0, (1, 2), 0, 0)},
+               (), [1, 2], [1], False)
+    fast, slow, taken = both_ways(cluster, 2, ["t0", "t1"])
+    assert taken == [True]
+    assert_same(fast, slow)
+    [write] = [c for c in fast[1] if type(c).__name__ == "WritePartitionStates"]
+    assert [str(w.tp) for w in write.writes] == ["t2-0", "t0-0", "t1-0"]
