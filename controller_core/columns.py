@@ -708,6 +708,64 @@ class PartitionImage:
                 chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
         return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd, self.in_order)
 
+    def leader_isr_row(self, tp: TopicPartition) -> "tuple | None":
+        """`(row, leader_isr, replicas, adding, removing)` of a present partition, as `get(tp)`
+        would give its `leader_isr` (None: no state yet) and its assignment's three tuples,
+        without building the rest of its `PartitionInfo`; None if it is absent or held whole in
+        `odd`. The ISR-change path (isr_change.py) reads a partition this way."""
+        r = self.index.get(tp)
+        if r is None or (self.odd and tp in self.odd):
+            return None
+        ch = self.chunks[r >> _SHIFT]
+        s = r & _MASK
+        if not ch.present.item(s):
+            return None
+        replicas = _cut(ch.replicas[s].tolist())
+        if ch.moving.item(s):
+            add = ch.adding[s].tolist()
+            rem = ch.removing[s].tolist()
+            adding = tuple(x for x, f in zip(replicas, add) if f)
+            removing = tuple(x for x, f in zip(replicas, rem) if f)
+        else:
+            adding = removing = ()
+        li = None
+        if ch.has_state.item(s):
+            li = _new(LeaderIsr, (ch.leader.item(s), ch.leader_epoch.item(s), _cut(ch.isr[s].tolist()),
+                                  ch.controller_epoch.item(s), ch.zk_version.item(s)))
+        return r, li, replicas, adding, removing
+
+    def with_leader_isr(self, row: int, li: LeaderIsr, was: LeaderIsr) -> "PartitionImage | None":
+        """The image after the partition at `row`, whose leader-and-ISR is `was` (as
+        `leader_isr_row` read it), took `li`: `_with_leader_isrs` of one change, for a row read
+        by `leader_isr_row`. None if `li` is not something the columns hold exactly (the caller
+        then goes the general way)."""
+        isr = li[2]
+        width = self.width
+        if isr.__class__ is not tuple or len(isr) > width or (isr and (min(isr) < 0 or max(isr) > _I32)) \
+                or not (-_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
+                        and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
+            return None  # (as `_is_odd` says of the leader-and-ISR)
+        c = row >> _SHIFT
+        s = row & _MASK
+        chunks = self.chunks
+        chunk = chunks[c]
+        cols: dict = {}
+        if li[0] != was[0]:
+            _put_one(cols, chunk, "leader", s, li[0])
+        if li[1] != was[1]:
+            _put_one(cols, chunk, "leader_epoch", s, li[1])
+        if isr != was[2]:
+            _put_one(cols, chunk, "isr", s, isr + (PAD,) * (width - len(isr)))
+        if li[3] != was[3]:
+            _put_one(cols, chunk, "controller_epoch", s, li[3])
+        if li[4] != was[4]:
+            _put_one(cols, chunk, "zk_version", s, li[4])
+        if cols:
+            # the copied columns, the rest shared; the other chunks shared as they are
+            chunks = chunks[:c] + (_new(Chunk, tuple(map(cols.get, Chunk._fields, chunk))),) + chunks[c + 1:]
+        return PartitionImage(chunks, self.index, self.tp_chunks, width, self.size, self.count, self.odd,
+                              self.in_order)
+
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`
         (absent there: removed)."""
