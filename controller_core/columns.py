@@ -83,6 +83,10 @@ class Chunk(NamedTuple):
     rstate: np.ndarray
 
 
+_LEADER, _LEADER_EPOCH, _CONTROLLER_EPOCH, _ZK_VERSION, _ISR = map(
+    Chunk._fields.index, ("leader", "leader_epoch", "controller_epoch", "zk_version", "isr"))
+
+
 def _empty_chunk(width: int) -> Chunk:
     ints = [np.zeros(CHUNK, np.int32) for _ in _INT_COLUMNS]
     return Chunk(
@@ -739,31 +743,34 @@ class PartitionImage:
         `leader_isr_row` read it), took `li`: `_with_leader_isrs` of one change, for a row read
         by `leader_isr_row`. None if `li` is not something the columns hold exactly (the caller
         then goes the general way)."""
-        isr = li[2]
+        leader, leader_epoch, isr, controller_epoch, zk_version = li
         width = self.width
         if isr.__class__ is not tuple or len(isr) > width or (isr and (min(isr) < 0 or max(isr) > _I32)) \
-                or not (-_I32 - 1 <= li[0] <= _I32 and 0 <= li[1] <= _I32
-                        and -_I32 - 1 <= li[3] <= _I32 and -_I32 - 1 <= li[4] <= _I32):
+                or not (-_I32 - 1 <= leader <= _I32 and 0 <= leader_epoch <= _I32
+                        and -_I32 - 1 <= controller_epoch <= _I32 and -_I32 - 1 <= zk_version <= _I32):
             return None  # (as `_is_odd` says of the leader-and-ISR)
         c = row >> _SHIFT
         s = row & _MASK
-        chunks = self.chunks
-        chunk = chunks[c]
-        cols: dict = {}
-        if li[0] != was[0]:
-            _put_one(cols, chunk, "leader", s, li[0])
-        if li[1] != was[1]:
-            _put_one(cols, chunk, "leader_epoch", s, li[1])
+        chunk = self.chunks[c]
+        columns = list(chunk)  # the changed ones copied (once), the rest shared
+        if leader != was[0]:
+            a = columns[_LEADER] = chunk.leader.copy()
+            a[s] = leader
+        if leader_epoch != was[1]:
+            a = columns[_LEADER_EPOCH] = chunk.leader_epoch.copy()
+            a[s] = leader_epoch
         if isr != was[2]:
-            _put_one(cols, chunk, "isr", s, isr + (PAD,) * (width - len(isr)))
-        if li[3] != was[3]:
-            _put_one(cols, chunk, "controller_epoch", s, li[3])
-        if li[4] != was[4]:
-            _put_one(cols, chunk, "zk_version", s, li[4])
-        if cols:
-            # the copied columns, the rest shared; the other chunks shared as they are
-            chunks = chunks[:c] + (_new(Chunk, tuple(map(cols.get, Chunk._fields, chunk))),) + chunks[c + 1:]
-        return PartitionImage(chunks, self.index, self.tp_chunks, width, self.size, self.count, self.odd,
+            a = columns[_ISR] = chunk.isr.copy()
+            a[s] = isr + (PAD,) * (width - len(isr))
+        if controller_epoch != was[3]:
+            a = columns[_CONTROLLER_EPOCH] = chunk.controller_epoch.copy()
+            a[s] = controller_epoch
+        if zk_version != was[4]:
+            a = columns[_ZK_VERSION] = chunk.zk_version.copy()
+            a[s] = zk_version
+        chunks = list(self.chunks)
+        chunks[c] = _new(Chunk, columns)
+        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, width, self.size, self.count, self.odd,
                               self.in_order)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
