@@ -113,8 +113,9 @@ def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | Non
     live = _live_brokers(brokers)
     shutting_down = tuple(sorted(state.shutting_down)) if state.shutting_down else ()
     epoch = state.epoch
-    return new_state, tuple([_update_metadata(b, brokers[b].epoch, epoch, views, live, shutting_down)
-                             for b in sorted(brokers.keys())])
+    # `live` holds the brokers' values in id order, as `sorted(brokers)` lists their ids
+    return new_state, tuple([_update_metadata(b, info.epoch, epoch, views, live, shutting_down)
+                             for b, info in zip(sorted(brokers.keys()), live)])
 
 
 def _with_partitions(state: ControllerState, image) -> ControllerState:
