@@ -78,9 +78,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any, Iterable
 
 import attrs
-from typing import Any, Iterable
 
 from .codec_compiler import _Compiler
 from .digest import Digester

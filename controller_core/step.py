@@ -188,6 +188,7 @@ _observed_drafted = _drafted(_observed)
 
 def _states_observed(state: ControllerState, event: E.PartitionStatesObserved,
                      confirmed: frozenset = frozenset()) -> tuple[ControllerState, tuple]:
+    """The plain ISR change without a draft (isr_change.py), anything else as `_observed`."""
     decided = isr_change.decide(state, event)
     if decided is not None:
         return decided
