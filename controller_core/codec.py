@@ -80,6 +80,8 @@ import hashlib
 import json
 from typing import Any, Iterable
 
+import attrs
+
 from .codec_compiler import _Compiler
 from .digest import Digester
 from .codec_errors import CodecError, _show
@@ -93,6 +95,7 @@ from .codec_tables import (  # the top-level types and their versions: callers i
     _EVENTS_BY_NAME,
     _STATES_BY_NAME,
 )
+from . import commands as _commands
 from .state import ControllerState
 
 __all__ = [
@@ -222,6 +225,10 @@ def canonical_json(obj: Any) -> str:
         raise CodecError(f"not JSON-compatible: {exc}") from exc
 
 
+_REQUEST_TYPES = (_commands.SendUpdateMetadata, _commands.SendLeaderAndIsr)
+"""The broker requests whose fields the digest encodes one at a time."""
+
+
 def _compile_everything() -> None:
     for cls in (*EVENT_TYPES, *COMMAND_TYPES, *STATE_TYPES):
         _COMPILER.top_encoder(cls)
@@ -262,12 +269,22 @@ def _made_writer():
     return write
 
 
+def _field_encoder(cls: type, name: str):
+    """The codec's encoding of one field of a broker request (None for another class), compiled
+    when this module is imported (below): a digester made later only reads them."""
+    return _FIELD_ENCODERS.get((cls, name))
+
+
+_FIELD_ENCODERS = {(cls, f.name): _COMPILER.field_encoder(cls, f.name)
+                   for cls in _REQUEST_TYPES for f in attrs.fields(cls)}
+
+
 def digester(canonical: Any = None) -> Digester:
     """A new `Digester` (controller_core/digest.py: same bytes as `reference_digest`, faster),
     writing JSON with `canonical` (by default the standard library's, as `canonical_json` sets
     it up; another must write the same text)."""
     return Digester(lambda c, memo: _encode_top(c, _COMMANDS_BY_NAME, "a command", memo),
-                    canonical if canonical is not None else _made_writer())
+                    canonical if canonical is not None else _made_writer(), _field_encoder)
 
 
 digest = digester().digest

@@ -127,6 +127,7 @@ class _Compiler:
         self.floats = False  # whether any compiled type has a float field
         self.nodes: dict[Any, _Node] = {}
         self.encoders: dict[type, Callable] = {}
+        self.field_encoders: dict[tuple[type, str], Callable] = {}  # (class, field name) -> its encoding
         self.decoders: dict[type, Callable] = {}
         self.fields: dict[type, list[_Field]] = {}
 
@@ -648,6 +649,19 @@ class _Compiler:
             lines.append(f"    return {{{', '.join(plain)}}}")
         enc = self.define("\n".join(lines) + "\n", fn)
         self.encoders[cls] = enc
+        return enc
+
+    def field_encoder(self, cls: type, name: str) -> Callable[[Any], Any]:
+        """The encoding of one field of a top-level class, as its encoder writes that field (the
+        digest writes some fields of broker requests one at a time: controller_core/digest.py).
+        Compiled when codec.py is imported, like everything else."""
+        key = (cls, name)
+        enc = self.field_encoders.get(key)
+        if enc is None:
+            self.top_encoder(cls)
+            field = next(f for f in self._fields(cls) if f.name == name)
+            fn = self.fresh("_field")
+            enc = self.field_encoders[key] = self.define(f"def {fn}(x):\n    return {field.node.enc('x')}\n", fn)
         return enc
 
     def top_decoder(self, cls: type) -> Callable:

@@ -83,6 +83,10 @@ class Chunk(NamedTuple):
     rstate: np.ndarray
 
 
+_LEADER, _LEADER_EPOCH, _CONTROLLER_EPOCH, _ZK_VERSION, _ISR = map(
+    Chunk._fields.index, ("leader", "leader_epoch", "controller_epoch", "zk_version", "isr"))
+
+
 def _empty_chunk(width: int) -> Chunk:
     ints = [np.zeros(CHUNK, np.int32) for _ in _INT_COLUMNS]
     return Chunk(
@@ -707,6 +711,67 @@ class PartitionImage:
             if cols:
                 chunks[c] = _new(Chunk, tuple(map(cols.get, Chunk._fields, self.chunks[c])))
         return PartitionImage(tuple(chunks), index, self.tp_chunks, width, self.size, self.count, odd, self.in_order)
+
+    def leader_isr_row(self, tp: TopicPartition) -> "tuple | None":
+        """`(row, leader_isr, replicas, adding, removing)` of a present partition, as `get(tp)`
+        would give its `leader_isr` (None: no state yet) and its assignment's three tuples,
+        without building the rest of its `PartitionInfo`; None if it is absent or held whole in
+        `odd`. The ISR-change path (isr_change.py) reads a partition this way."""
+        r = self.index.get(tp)
+        if r is None or (self.odd and tp in self.odd):
+            return None
+        ch = self.chunks[r >> _SHIFT]
+        s = r & _MASK
+        if not ch.present.item(s):
+            return None
+        replicas = _cut(ch.replicas[s].tolist())
+        if ch.moving.item(s):
+            add = ch.adding[s].tolist()
+            rem = ch.removing[s].tolist()
+            adding = tuple(x for x, f in zip(replicas, add) if f)
+            removing = tuple(x for x, f in zip(replicas, rem) if f)
+        else:
+            adding = removing = ()
+        li = None
+        if ch.has_state.item(s):
+            li = _new(LeaderIsr, (ch.leader.item(s), ch.leader_epoch.item(s), _cut(ch.isr[s].tolist()),
+                                  ch.controller_epoch.item(s), ch.zk_version.item(s)))
+        return r, li, replicas, adding, removing
+
+    def with_leader_isr(self, row: int, li: LeaderIsr, was: LeaderIsr) -> "PartitionImage | None":
+        """The image after the partition at `row`, whose leader-and-ISR is `was` (as
+        `leader_isr_row` read it), took `li`: `_with_leader_isrs` of one change, for a row read
+        by `leader_isr_row`. None if `li` is not something the columns hold exactly (the caller
+        then goes the general way)."""
+        leader, leader_epoch, isr, controller_epoch, zk_version = li
+        width = self.width
+        if isr.__class__ is not tuple or len(isr) > width or (isr and (min(isr) < 0 or max(isr) > _I32)) \
+                or not (-_I32 - 1 <= leader <= _I32 and 0 <= leader_epoch <= _I32
+                        and -_I32 - 1 <= controller_epoch <= _I32 and -_I32 - 1 <= zk_version <= _I32):
+            return None  # (as `_is_odd` says of the leader-and-ISR)
+        c = row >> _SHIFT
+        s = row & _MASK
+        chunk = self.chunks[c]
+        columns = list(chunk)  # the changed ones copied (once), the rest shared
+        if leader != was[0]:
+            a = columns[_LEADER] = chunk.leader.copy()
+            a[s] = leader
+        if leader_epoch != was[1]:
+            a = columns[_LEADER_EPOCH] = chunk.leader_epoch.copy()
+            a[s] = leader_epoch
+        if isr != was[2]:
+            a = columns[_ISR] = chunk.isr.copy()
+            a[s] = isr + (PAD,) * (width - len(isr))
+        if controller_epoch != was[3]:
+            a = columns[_CONTROLLER_EPOCH] = chunk.controller_epoch.copy()
+            a[s] = controller_epoch
+        if zk_version != was[4]:
+            a = columns[_ZK_VERSION] = chunk.zk_version.copy()
+            a[s] = zk_version
+        chunks = list(self.chunks)
+        chunks[c] = _new(Chunk, columns)
+        return PartitionImage(tuple(chunks), self.index, self.tp_chunks, width, self.size, self.count, self.odd,
+                              self.in_order)
 
     def with_partitions(self, partitions: Mapping, changed: Iterable[TopicPartition]) -> "PartitionImage":
         """The image after the partitions in `changed` took their values in `partitions`

@@ -35,7 +35,7 @@ import attrs
 from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, topics
 from . import commands as C
 from . import events as E
-from . import dynamic_config, failover, log_dirs
+from . import dynamic_config, failover, isr_change, log_dirs
 from .draft import Draft
 from .state import ControllerState, PartitionInfo
 
@@ -174,12 +174,25 @@ def _election_request(state: ControllerState, event: E.LeaderElectionRequested, 
 
 def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
     """Partition leaders changed ISRs: refresh the cache, tell every broker (ISR change
-    notifications), and finish reassignments whose targets have all joined the ISR."""
+    notifications), and finish reassignments whose targets have all joined the ISR. (The plain
+    ISR change is decided the same way without a draft by `isr_change.decide`.)"""
     changed = _refresh(d, event.states)
     if changed and event.source == "isr_change":
         d.send_update_metadata_to_all(changed)
     for tp, _ in event.states:
         reassignment.maybe_complete(d, tp)
+
+
+_observed_drafted = _drafted(_observed)
+
+
+def _states_observed(state: ControllerState, event: E.PartitionStatesObserved,
+                     confirmed: frozenset = frozenset()) -> tuple[ControllerState, tuple]:
+    """The plain ISR change without a draft (isr_change.py), anything else as `_observed`."""
+    decided = isr_change.decide(state, event)
+    if decided is not None:
+        return decided
+    return _observed_drafted(state, event, confirmed)
 
 
 IGNORED_PARTITION_ERRORS = ("STALE_CONTROLLER_EPOCH",)
@@ -211,7 +224,7 @@ _HANDLERS: dict[type, Callable] = {
     E.ReassignmentRequested: _drafted(lambda d, e: reassignment.on_reassignment_requested(d, e.exists, e.partitions, e.problem, e.zk_version)),
     E.PreferredElectionRequested: _drafted(lambda d, e: rebalance.on_preferred_requested(d, e.exists, e.partitions, e.problem, e.zk_version)),
     E.LeaderElectionRequested: _election_request,
-    E.PartitionStatesObserved: _drafted(_observed),
+    E.PartitionStatesObserved: _states_observed,
     E.PartitionStatesRechecked: _rechecked,
     E.ControlledShutdownRequested: _shutdown_request,
     E.LeaderAndIsrResponded: _drafted(log_dirs.storage_errors_then(_responded)),

@@ -644,3 +644,14 @@ def test_no_encoded_type_has_a_float_field_and_the_compiler_would_say_if_one_did
     assert not compiler.floats
     compiler.node(WithFloat, "WithFloat")
     assert compiler.floats
+
+
+def test_a_broker_request_the_codec_cannot_encode_is_a_codec_error_in_the_digest_too():
+    """The digest encodes a request's fields one at a time; a value that encoding chokes on is
+    handed to the codec's whole-command encoding, which names the problem as it always did."""
+    brokers = (BrokerInfo(1, "a", 1, 1),)
+    bad = C.SendUpdateMetadata(broker_id=1, broker_epoch=1, controller_epoch=1, partitions=(7,), live_brokers=brokers)
+    with pytest.raises(CodecError, match="cannot encode SendUpdateMetadata"):
+        codec.reference_digest([bad])
+    with pytest.raises(CodecError, match="cannot encode SendUpdateMetadata"):
+        digest([bad, bad])
