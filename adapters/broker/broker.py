@@ -29,7 +29,10 @@ answers INVALID_REQUEST; an api nobody handles answers UNSUPPORTED.
 
 The metadata cache follows Kafka 2.4's `MetadataCache.updateMetadata`: the live brokers are
 replaced, the partition states are merged (the controller sends only what changed), and a
-partition sent with leader -2 (its topic is being deleted) leaves the cache.
+partition sent with leader -2 (its topic is being deleted) leaves the cache. One difference:
+the first UpdateMetadata under a new broker epoch (a new registration, which the controller
+answers with every partition) replaces the partitions, so a broker that was away while a topic
+was deleted does not keep serving it.
 
 ISR writes: `run()` is the broker's background task. It asks the replica manager what ISR
 changes are due and writes each one to `/brokers/topics/<t>/partitions/<p>/state` with the
@@ -118,6 +121,7 @@ class Broker:
         self._meta_partitions: dict[TopicPartition, PartitionView] = {}
         self._meta_brokers: dict[int, BrokerInfo] = {}
         self._metadata_lock = asyncio.Lock()
+        self._metadata_broker_epoch: int | None = None  # the registration the partitions were told under
         self.metadata_controller_id = -1  # the sender of the last accepted UpdateMetadata (Kafka's cache keeps it)
         self.metadata_generation = 0  # +1 per accepted UpdateMetadata: lets readers of the cache reuse their work
         self._pending_notifications: dict[TopicPartition, None] = {}
@@ -252,7 +256,15 @@ class Broker:
             if fenced is not None:
                 return self._reject(*fenced)
             self._controller_epoch = controller_epoch
-            await self._apply_metadata(controller_id, views, brokers)
+            # The first UpdateMetadata of a new registration lists every partition (the
+            # controller tells a broker that joins, or re-joins after its session expired,
+            # everything): it replaces the partitions instead of being merged into them. A
+            # broker paused or cut off while a topic was deleted missed the leader -2 that
+            # would have removed it, and kept serving the deleted topic (the chaos soak, seed 13).
+            fresh = broker_epoch != -1 and broker_epoch != self._metadata_broker_epoch
+            await self._apply_metadata(controller_id, views, brokers, replace=fresh)
+            if broker_epoch != -1:
+                self._metadata_broker_epoch = broker_epoch
         offline = body.get("offline_replicas")
         if hasattr(self.replica_manager, "update_offline_replicas"):
             self.replica_manager.update_offline_replicas(
@@ -262,14 +274,14 @@ class Broker:
         self._wakeup.set()
         return {}
 
-    async def _apply_metadata(self, controller_id: int, views, brokers) -> None:
+    async def _apply_metadata(self, controller_id: int, views, brokers, replace: bool = False) -> None:
         # Applied to a copy and swapped in whole, as Kafka's MetadataCache updates under its write
         # lock: the loop yields while a 100,000-partition request is applied, and a Metadata
         # request answered meanwhile must not see half of it. Worse, the Kafka listener keeps its
         # encoded answer per generation: an answer encoded from a half-applied cache under the
         # new generation was served until the next UpdateMetadata (the failover benchmark's
         # client saw 4,000 of 10,000 new leaders for minutes). So the generation moves last.
-        cache = dict(self._meta_partitions)
+        cache = {} if replace else dict(self._meta_partitions)
         for i, view in enumerate(views):
             if i and not i % YIELD_EVERY:
                 await asyncio.sleep(0)

@@ -237,6 +237,24 @@ async def test_update_metadata_merges_partitions_and_replaces_brokers(node):
     assert node.broker.metadata()["partitions"] == {}
 
 
+async def test_a_new_registrations_first_update_metadata_replaces_the_partitions(node):
+    """A broker away while t-1's topic was deleted (paused past its session, re-registered) never
+    got the leader -2 that removes it; the controller's UpdateMetadata for its new registration
+    lists every partition, and nothing else stays (the chaos soak found t-1 served for good)."""
+    node.broker.set_broker_epoch(100)
+    await node.update_metadata([1, 2], view(T0), view(T1, leader=2, isr=(2,)), broker_epoch=100)
+    await node.update_metadata([1, 2], view(T0, epoch=1), broker_epoch=100)  # same registration: merged
+    assert sorted(node.broker.metadata()["partitions"]) == ["t-0", "t-1"]
+    node.broker.set_broker_epoch(140)
+    await node.update_metadata([1, 2], view(T0, epoch=2), broker_epoch=140)  # a new one: replaced
+    assert node.broker.metadata()["partitions"] == {
+        "t-0": {"leader": 1, "leader_epoch": 2, "isr": [1], "replicas": [1, 2, 3]}}
+    await node.update_metadata([1, 2], view(T1, leader=2, isr=(2,)), broker_epoch=140)  # merged again
+    assert sorted(node.broker.metadata()["partitions"]) == ["t-0", "t-1"]
+    await node.update_metadata([1, 2], view(T0, epoch=3))  # -1 (unknown): merged, as before
+    assert sorted(node.broker.metadata()["partitions"]) == ["t-0", "t-1"]
+
+
 async def test_a_large_update_metadata_is_seen_whole_or_not_at_all(node):
     """The broker yields while it applies a big UpdateMetadata; what a reader sees meanwhile (the
     Kafka listener answers Metadata from the cache, and keeps its answer per generation) is the
