@@ -297,13 +297,13 @@ def test_rows_found_by_identity_are_the_rows_the_index_gives(n, seed):
             tps.append(keys[k])
     rows = ImageRows(image)
     assert 4 * len(tps) >= image.size  # (the identity path)
-    assert rows._rows_of(tps).tolist() == rows._looked_up(tps).tolist() \
+    assert rows.rows_of(tps).tolist() == rows._looked_up(tps).tolist() \
         == [image.index.get(tp, -1) for tp in tps]
     # a hint is used as given when its length fits, else ignored
     hinted = ImageRows(image, {id(tps): np.arange(len(tps))})
-    assert hinted._rows_of(tps).tolist() == list(range(len(tps)))
+    assert hinted.rows_of(tps).tolist() == list(range(len(tps)))
     stale = ImageRows(image, {id(tps): np.arange(len(tps) - 1)})
-    assert stale._rows_of(tps).tolist() == rows._looked_up(tps).tolist()
+    assert stale.rows_of(tps).tolist() == rows._looked_up(tps).tolist()
 
 
 def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypatch):
