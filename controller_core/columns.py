@@ -47,7 +47,7 @@ import numpy as np
 from .machines import PartitionState, ReplicaState
 from .partition_info import PartitionInfo, _pair
 from .pmap import EMPTY, PMap
-from .values import LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
+from .values import LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition, shared_assignment
 
 CHUNK = 1024
 """Rows per chunk: a one-partition change copies this many rows of each column."""
@@ -114,20 +114,9 @@ def _widen(chunk: Chunk, width: int) -> Chunk:
 
 # -- rows to values and back --------------------------------------------------------------------
 
-_ASSIGNMENTS: dict[tuple, ReplicaAssignment] = {}
 _STATES: dict[tuple, tuple] = {}
 _SHARE_CAP = 1 << 16  # distinct shapes shared; past this, new ones are simply built
-
-
-def _assignment(replicas: tuple, adding: tuple, removing: tuple) -> ReplicaAssignment:
-    # a cluster has few distinct assignments: share them (memory, and equal values compare fast)
-    key = (replicas, adding, removing)
-    a = _ASSIGNMENTS.get(key)
-    if a is None:
-        a = ReplicaAssignment(replicas, adding, removing)
-        if len(_ASSIGNMENTS) < _SHARE_CAP:
-            _ASSIGNMENTS[key] = a
-    return a
+_assignment = shared_assignment  # a cluster has few distinct assignments: one value each
 
 
 def _replica_states(replicas: tuple, codes: list) -> tuple:
@@ -147,22 +136,28 @@ def _cut(values: list) -> tuple:
     return tuple(values[:values.index(PAD)])
 
 
+def _moving_at(ch: Chunk, s: int, replicas: tuple) -> tuple[tuple, tuple]:
+    """The replicas being added and removed at slot `s` (`replicas` is the slot's, cut)."""
+    if not ch.moving.item(s):
+        return (), ()
+    add = ch.adding[s].tolist()
+    rem = ch.removing[s].tolist()
+    return tuple(r for r, f in zip(replicas, add) if f), tuple(r for r, f in zip(replicas, rem) if f)
+
+
+def _leader_isr_at(ch: Chunk, s: int) -> LeaderIsr | None:
+    """The leader-and-ISR at slot `s`, None without a state."""
+    if not ch.has_state.item(s):
+        return None
+    return _new(LeaderIsr, (ch.leader.item(s), ch.leader_epoch.item(s), _cut(ch.isr[s].tolist()),
+                            ch.controller_epoch.item(s), ch.zk_version.item(s)))
+
+
 def _info_at(ch: Chunk, s: int) -> PartitionInfo:
     replicas = _cut(ch.replicas[s].tolist())
-    n = len(replicas)
-    if ch.moving.item(s):
-        add = ch.adding[s].tolist()
-        rem = ch.removing[s].tolist()
-        a = _assignment(replicas, tuple(r for r, f in zip(replicas, add) if f),
-                        tuple(r for r, f in zip(replicas, rem) if f))
-    else:
-        a = _assignment(replicas, (), ())
-    li = None
-    if ch.has_state.item(s):
-        li = _new(LeaderIsr, (ch.leader.item(s), ch.leader_epoch.item(s), _cut(ch.isr[s].tolist()),
-                              ch.controller_epoch.item(s), ch.zk_version.item(s)))
-    return _new(PartitionInfo, (a, li, PARTITION_STATES[ch.pstate.item(s)],
-                                _replica_states(replicas, ch.rstate[s, :n].tolist())))
+    a = _assignment(replicas, *_moving_at(ch, s, replicas))
+    return _new(PartitionInfo, (a, _leader_isr_at(ch, s), PARTITION_STATES[ch.pstate.item(s)],
+                                _replica_states(replicas, ch.rstate[s, :len(replicas)].tolist())))
 
 
 def _infos_at(ch: Chunk, slots) -> list[PartitionInfo]:
@@ -717,26 +712,12 @@ class PartitionImage:
         would give its `leader_isr` (None: no state yet) and its assignment's three tuples,
         without building the rest of its `PartitionInfo`; None if it is absent or held whole in
         `odd`. The ISR-change path (isr_change.py) reads a partition this way."""
-        r = self.index.get(tp)
-        if r is None or (self.odd and tp in self.odd):
+        at = self._present(tp)
+        if at is None or (self.odd and tp in self.odd):
             return None
-        ch = self.chunks[r >> _SHIFT]
-        s = r & _MASK
-        if not ch.present.item(s):
-            return None
+        ch, s, r = at
         replicas = _cut(ch.replicas[s].tolist())
-        if ch.moving.item(s):
-            add = ch.adding[s].tolist()
-            rem = ch.removing[s].tolist()
-            adding = tuple(x for x, f in zip(replicas, add) if f)
-            removing = tuple(x for x, f in zip(replicas, rem) if f)
-        else:
-            adding = removing = ()
-        li = None
-        if ch.has_state.item(s):
-            li = _new(LeaderIsr, (ch.leader.item(s), ch.leader_epoch.item(s), _cut(ch.isr[s].tolist()),
-                                  ch.controller_epoch.item(s), ch.zk_version.item(s)))
-        return r, li, replicas, adding, removing
+        return (r, _leader_isr_at(ch, s), replicas, *_moving_at(ch, s, replicas))
 
     def with_leader_isr(self, row: int, li: LeaderIsr, was: LeaderIsr) -> "PartitionImage | None":
         """The image after the partition at `row`, whose leader-and-ISR is `was` (as
@@ -808,19 +789,24 @@ class PartitionImage:
 
     # -- the mapping (what the scalar rules read) -------------------------------------------------
 
-    def get(self, tp: TopicPartition, default=None):
+    def _present(self, tp: TopicPartition) -> tuple[Chunk, int, int] | None:
+        """`(chunk, slot, row)` of a partition the image holds, None if it holds none."""
         r = self.index.get(tp)
         if r is None:
-            return default
+            return None
         ch = self.chunks[r >> _SHIFT]
         s = r & _MASK
-        if not ch.present.item(s):
+        return (ch, s, r) if ch.present.item(s) else None
+
+    def get(self, tp: TopicPartition, default=None):
+        at = self._present(tp)
+        if at is None:
             return default
         if self.odd:
             info = self.odd.get(tp)
             if info is not None:
                 return info
-        return _info_at(ch, s)
+        return _info_at(at[0], at[1])
 
     def __getitem__(self, tp: TopicPartition) -> PartitionInfo:
         info = self.get(tp)
@@ -1004,17 +990,14 @@ class PartitionImage:
         `get(tp).replica_state(r)` gives for each of its replicas, read from two rows of the
         chunk without building the partition (topic deletion asks this of every partition of
         every queued topic on every StopReplica answer)."""
-        r = self.index.get(tp)
-        if r is None:
-            return None
-        ch = self.chunks[r >> _SHIFT]
-        s = r & _MASK
-        if not ch.present.item(s):
+        at = self._present(tp)
+        if at is None:
             return None
         if self.odd:
             info = self.odd.get(tp)
             if info is not None:
                 return [(x, info.replica_state(x)) for x in info.assignment.replicas]
+        ch, s, _ = at
         replicas = _cut(ch.replicas[s].tolist())
         return list(zip(replicas, map(REPLICA_STATES.__getitem__, ch.rstate[s, :len(replicas)].tolist())))
 
@@ -1023,10 +1006,10 @@ class PartitionImage:
         adding, removing, PartitionState, ((replica, ReplicaState), ...))`, the leader_isr as a
         `(leader, leader_epoch, isr, controller_epoch, zk_version)` tuple; replica states listed
         for assigned replicas that have one, in assignment order."""
-        r = self.index.get(tp)
-        if r is None or not self.chunks[r >> _SHIFT].present.item(r & _MASK):
+        at = self._present(tp)
+        if at is None:
             return None
-        info = _info_at(self.chunks[r >> _SHIFT], r & _MASK)
+        info = _info_at(at[0], at[1])
         li, a = info.leader_isr, info.assignment
         return (tuple(li) if li is not None else None, a.replicas, a.adding, a.removing, info.state,
                 info.replica_states)

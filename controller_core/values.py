@@ -101,6 +101,26 @@ class ReplicaAssignment:
         )
 
 
+_SHARED: dict[tuple, ReplicaAssignment] = {}
+_SHARED_CAP = 1 << 16  # distinct assignments shared; past this, new ones are simply built
+
+
+def shared_assignment(replicas: tuple[int, ...], adding: tuple[int, ...] = (),
+                      removing: tuple[int, ...] = ()) -> ReplicaAssignment:
+    """`ReplicaAssignment(replicas, adding, removing)` from tuples, one shared value per distinct
+    assignment (they are immutable): a cluster has a few dozen distinct ones among 100,000
+    partitions, and the partition image and a new controller's read of the topic znodes build
+    one per partition. Sharing saves memory and makes equal values compare by identity. (Threads
+    may share the table: an entry is only ever added, and a race costs one more value.)"""
+    key = (replicas, adding, removing)
+    a = _SHARED.get(key)
+    if a is None:
+        a = ReplicaAssignment(replicas, adding, removing)
+        if len(_SHARED) < _SHARED_CAP:
+            _SHARED[key] = a
+    return a
+
+
 @attrs.frozen(slots=True)
 class BrokerInfo:
     """A registered broker, as read from `/brokers/ids/<id>`.

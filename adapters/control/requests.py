@@ -63,20 +63,31 @@ def _broker(b: BrokerInfo) -> list:
 _COLUMNS = 10  # partition, controller_epoch, leader, leader_epoch, isr, zk_version, replicas, adding, removing, is_new
 
 
+class _Sets:
+    """A body's broker lists (ISRs, replica sets, adding, removing), each listed once:
+    `index(members)` is its position in `lists`, the body's "sets"."""
+
+    __slots__ = ("positions", "lists")
+
+    def __init__(self):
+        self.positions: dict[tuple, int] = {}
+        self.lists: list[list[int]] = []
+
+    def index(self, members: tuple) -> int:
+        i = self.positions.get(members)
+        if i is None:
+            i = self.positions[members] = len(self.lists)
+            self.lists.append(list(members))
+        return i
+
+
 def views_body(views) -> dict:
     """The compact `partition_states` of `views` (see the module docstring)."""
     if isinstance(views, PartitionViews):
         return _columns_body(views)
-    sets: dict[tuple, int] = {}
-    set_list: list[list[int]] = []
+    body_sets = _Sets()
+    sets, index = body_sets.positions, body_sets.index
     topics: dict[str, list[list]] = {}
-
-    def index(members: tuple) -> int:
-        i = sets.get(members)
-        if i is None:
-            i = sets[members] = len(set_list)
-            set_list.append(list(members))
-        return i
 
     for v in views:
         tp = v.tp
@@ -95,7 +106,7 @@ def views_body(views) -> dict:
         cols[7].append(index(v.adding) if v.adding else index(()))
         cols[8].append(index(v.removing) if v.removing else index(()))
         cols[9].append(1 if v.is_new else 0)
-    return {"sets": set_list, "topics": [[t, *cols] for t, cols in topics.items()]}
+    return {"sets": body_sets.lists, "topics": [[t, *cols] for t, cols in topics.items()]}
 
 
 def _columns_body(pv: PartitionViews) -> dict:
@@ -105,15 +116,8 @@ def _columns_body(pv: PartitionViews) -> dict:
     n = len(pv)
     if not n:
         return {"sets": [], "topics": []}
-    sets: dict[tuple, int] = {}
-    set_list: list[list[int]] = []
-
-    def index_of(members: tuple) -> int:
-        i = sets.get(members)
-        if i is None:
-            i = sets[members] = len(set_list)
-            set_list.append(list(members))
-        return i
+    body_sets = _Sets()
+    index_of = body_sets.index
 
     def indexes(matrix: np.ndarray) -> np.ndarray:
         distinct, inverse = distinct_rows(matrix)
@@ -136,7 +140,7 @@ def _columns_body(pv: PartitionViews) -> dict:
     bounds = [0, *(np.flatnonzero(np.diff(topic_of[order])) + 1).tolist(), n]
     columns = [c[order].tolist() for c in (np.array(partitions, np.int64), pv.controller_epoch, pv.leader,
                                             pv.leader_epoch, isr, pv.zk_version, replicas, adding, removing, new)]
-    return {"sets": set_list,
+    return {"sets": body_sets.lists,
             "topics": [[names[k], *(c[lo:hi] for c in columns)]
                        for k, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]}
 

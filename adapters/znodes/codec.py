@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import Any, NoReturn
 
-from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition, shared_assignment
 
 __all__ = [
     "ZnodeFormatError",
@@ -234,10 +234,11 @@ def decode_topic_assignment(
         unknown = sorted(set(extra) - set(replicas))
         if unknown:
             doc.fail(f"{where} names partition {unknown[0]}, which is not in partitions")
+    # one shared value per distinct assignment: a new controller decodes every topic's znode
     if not adding and not removing:
-        return {partition: _assignment(replicas[partition]) for partition in sorted(replicas)}
+        return {partition: shared_assignment(replicas[partition]) for partition in sorted(replicas)}
     return {
-        partition: ReplicaAssignment(
+        partition: shared_assignment(
             replicas[partition], adding.get(partition, ()), removing.get(partition, ())
         )
         for partition in sorted(replicas)
@@ -263,23 +264,6 @@ def _plain_partition_map(mapping: dict) -> dict[int, tuple[int, ...]] | None:
     if min(ids) < INT32_MIN or max(ids) > INT32_MAX or len(set(ids)) != len(ids):
         return None
     return dict(zip(ids, map(tuple, lists)))
-
-
-_ASSIGNMENTS: dict[tuple[int, ...], ReplicaAssignment] = {}
-_ASSIGNMENTS_CAP = 4096
-
-
-def _assignment(replicas: tuple[int, ...]) -> ReplicaAssignment:
-    """The `ReplicaAssignment` of a partition not being reassigned, one shared value per replica
-    list (they are immutable): a cluster has a few dozen distinct lists among 100,000 partitions,
-    and a new controller decodes every topic's znode. (Threads may share the cache: an entry is
-    added or the whole cache dropped in one operation, and a race costs one more value.)"""
-    found = _ASSIGNMENTS.get(replicas)
-    if found is None:
-        if len(_ASSIGNMENTS) >= _ASSIGNMENTS_CAP:
-            _ASSIGNMENTS.clear()
-        found = _ASSIGNMENTS[replicas] = ReplicaAssignment(replicas)
-    return found
 
 
 # --- /brokers/topics/<topic>/partitions/<p>/state -----------------------------------------------

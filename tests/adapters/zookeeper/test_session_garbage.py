@@ -9,17 +9,7 @@ import asyncio
 import gc
 
 from adapters.zookeeper.session import ZkSession
-
-
-def _cyclic_garbage() -> list:
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        found = list(gc.garbage)
-        gc.garbage.clear()
-    finally:
-        gc.set_debug(0)
-    return found
+from tests.adapters.test_node_garbage import cyclic_garbage as _cyclic_garbage
 
 
 async def test_a_closed_session_is_freed_without_the_cyclic_collector(zk_connect):
