@@ -2,10 +2,16 @@
 
 `brokers.on_broker_failure` (Kafka's onBrokerFailure and onReplicasBecomeOffline) stays the
 specification. This module makes the same decision for the common case, a failure of brokers
-whose partitions are all Online with a leader-and-ISR, where every election succeeds cleanly:
+whose partitions are all Online with a leader-and-ISR, or Offline without a live leader (left
+so by an earlier failure):
 
 - which partitions lost their leader, which hold a replica on a dead broker, and the offline
   election of all of them are array operations (`vector_election.offline`);
+- an election that finds no live ISR member is unclean where the topic allows it (the first
+  live replica leads alone), and otherwise refused as the rule refuses it: the partition goes
+  (or stays) Offline, and where a live replica is missing from the cached ISR the refusal is
+  noted for a re-read first (`partitions.choose`, issue 22); the log of such elections is
+  walked a partition at a time, since a refusal's line names its ISR;
 - the request batch, the writes and the state-change log are filled in the order the scalar
   handlers fill them (so the commands, and their digest, are the same), from plain values
   taken from the columns, not from one `PartitionInfo` per partition;
@@ -13,12 +19,11 @@ whose partitions are all Online with a leader-and-ISR, where every election succ
 
 Partitions of topics queued for deletion are left out of all of it, as the rule leaves them out:
 their dead replicas fail the deletion (`deletion.fail_replica_deletion`, the rule's own call,
-after the columns are written). Anything else (a partition New or Offline, without a state,
-written by a newer controller, a replica whose state may not go Offline, an election that fails
-or would be unclean, which may need the issue-22 re-read) returns False before touching the
-draft, and the caller runs the scalar path: the exceptions stay where the readable rules are.
-tests/core/test_columnar_brokers.py checks on random clusters that `step()` gives the same
-state and commands with and without this path.
+after the columns are written). Anything else (a New partition, an Offline one whose leader is
+live, a partition without a state or written by a newer controller, a replica whose state may
+not go Offline) returns False before touching the draft, and the caller runs the scalar path:
+the exceptions stay where the readable rules are. tests/core/test_columnar_brokers.py checks on random clusters that `step()`
+gives the same state and commands with and without this path.
 """
 from __future__ import annotations
 
@@ -28,15 +33,16 @@ from typing import Collection
 import numpy as np
 
 from . import deletion
+from . import partitions as P
 from . import vector_election as V
-from .columns import P_CODE, R_CODE, REPLICA_STATES, _cut
+from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import ALL, Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 
 ENABLED = True
 """Tests switch this off to compare with the scalar path."""
 
-_ONLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.NEW]
+_ONLINE, _NEW, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.NEW], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
 _OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
@@ -66,19 +72,27 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
 
     dead_replica = V.member(replicas, dead) & present[:, None]
     touched = dead_replica.any(axis=1)
-    leaderless = present & has & ~V.member(leader[:, None], live)[:, 0] & (pstate != _NEW)
-    if (pstate[present] != _ONLINE).any():
-        return False  # New and Offline partitions wait for an election: the scalar path
+    leader_live = V.member(leader[:, None], live)[:, 0]
+    leaderless = present & has & ~leader_live & (pstate != _NEW)
+    is_online = pstate == _ONLINE
+    if (present & ~is_online & ~(leaderless & (pstate == _OFFLINE))).any():
+        return False  # New partitions, or Offline ones with a live leader, wait for an election: the rule
     if (touched & ~has).any() or ((leaderless | touched) & (cepoch > epoch)).any():
         return False
     if (dead_replica & ~np.isin(rstate, _OFFLINE_FROM)).any():
         return False
-    elect_rows = np.flatnonzero(leaderless)
+    tried_rows = np.flatnonzero(leaderless)
     isr = image.column("isr")
-    ok, new_leader, new_isr, _ = V.offline(replicas[elect_rows], isr[elect_rows], live,
-                                           np.zeros(len(elect_rows), bool))
-    if not ok.all():
-        return False  # a refused election (maybe on a stale ISR: issue 22) or an unclean one
+    ok, new_leader, new_isr, _ = V.offline(replicas[tried_rows], isr[tried_rows], live,
+                                           np.zeros(len(tried_rows), bool))
+    unclean = np.zeros(len(tried_rows), bool)
+    if not ok.all():  # where the topic allows it, an unclean election (the first live replica)
+        allowed = {t for t in {tp.topic for tp in image.tps(tried_rows[~ok])} if d.unclean_allowed(t)}
+        if allowed:
+            may = image.topic_mask(allowed)[tried_rows]
+            ok, new_leader, new_isr, unclean = V.offline(replicas[tried_rows], isr[tried_rows], live, may)
+    refused_rows = tried_rows[~ok]
+    elect_rows, new_leader, new_isr = tried_rows[ok], new_leader[ok], new_isr[ok]
 
     # -- the new columns: the election, then each dead replica leaves the ISR -------------------
     # (sorted broker order, as replicas._to_offline walks a partition's dead replicas; each change
@@ -154,7 +168,9 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         else:
             per.update(dict.fromkeys(tps))
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
-    if e_tps:
+    if len(refused_rows) or unclean.any() or (pstate[elect_rows] != _ONLINE).any():
+        _log_elections(d, image, tried_rows, ok, unclean, pstate[tried_rows] == _ONLINE, replicas, isr)
+    elif e_tps:
         d.record_many(online, offline, e_tps)
         d.record_many(offline, online, e_tps)
     target = ReplicaState.OFFLINE
@@ -179,7 +195,11 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate[t_rows].copy()
     new_rstate[dead_replica[t_rows]] = _R_OFFLINE
-    d.replace_image(image.with_columns((w_rows, written_columns), (t_rows, {"rstate": new_rstate})))
+    # the partition states that move: elected Offline ones go Online, refused Online ones Offline
+    moved = np.concatenate((elect_rows, refused_rows)).astype(np.intp)
+    new_pstate = np.concatenate((np.full(len(elect_rows), _ONLINE, np.int8), np.full(len(refused_rows), _OFFLINE, np.int8)))
+    d.replace_image(image.with_columns((w_rows, written_columns), (t_rows, {"rstate": new_rstate}),
+                                       (moved, {"pstate": new_pstate.astype(pstate.dtype)})))
 
     if deleting is not None:  # the dead replicas of topics being deleted: the rule's own walk
         gone = V.member(replicas, dead) & in_deletion[:, None]
@@ -188,7 +208,36 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
             deletion.fail_replica_deletion(d, sorted(
                 (tp, r) for tp, row in zip(image.tps(d_rows), replicas[d_rows].tolist()) for r in _cut(row)
                 if r in dead))
-    if not len(elect_rows):
-        d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader moved
+    if not len(tried_rows):
+        d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader to elect
     return True
+
+
+def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: np.ndarray, was_online: np.ndarray,
+                   replicas: np.ndarray, isr: np.ndarray) -> None:
+    """The state-change log of `partitions.offline_then_elect` over `rows` (some elections
+    refused or unclean, or some partitions already Offline), walked in its order, one partition
+    at a time: a refusal's line names the ISR, so its groups interleave with the others'. A
+    refusal the cached ISR may explain is noted for a re-read (`partitions.choose`, issue 22)."""
+    online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
+    tps = image.tps(rows)
+    order = sorted(range(len(tps)), key=tps.__getitem__)
+    isrs = isr[rows].tolist()
+    lives = V.member(replicas[rows], d.live).tolist()
+    reps = replicas[rows].tolist()
+    recheck = d.config.rules >= 2
+    confirmed, unconfirmed = d.confirmed, d.unconfirmed
+    ok, unclean, was_online = ok.tolist(), unclean.tolist(), was_online.tolist()
+    for k in order:
+        tp = tps[k]
+        if was_online[k]:
+            d.record(online, offline, tp)
+        if ok[k]:
+            d.record(offline, online, tp, detail=P.UNCLEAN if unclean[k] else "")
+            continue
+        members = _cut(isrs[k])
+        d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
+        if recheck and tp not in confirmed and any(
+                r not in members for r, alive in zip(reps[k], lives[k]) if alive and r != PAD):
+            unconfirmed[tp] = None
 

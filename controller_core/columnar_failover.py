@@ -12,15 +12,16 @@ brokers died with the old controller:
 - the ISR shrinks and the elections are array operations over the partitions' rows, in the
   walk's order (sorted partitions; within one, the dead replicas in broker order), each change
   bumping the leader epoch once, as `Draft.write_change` does;
+- an election without a live ISR member is unclean where the topic allows it, and otherwise
+  refused as the walk refuses it (the partition stays Offline);
 - the request batch, the state-change log and the writes are filled in the order the walk fills
   them, from the columns, so the commands and their digest are the same.
 
 Partitions of topics queued for deletion are told their state in (a), as the walk tells them,
 and left out of (b) and (c), as the walk leaves them out (their deletion resumes afterwards).
 Anything else (a partition without a state, a state written by a newer controller, an ISR member
-that is not assigned, an election that fails or would be unclean, a partition the columns cannot
-hold) returns False before touching the draft, and the caller walks
-the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()` gives
+that is not assigned, a partition the columns cannot hold) returns False before touching the
+draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()` gives
 the same state and commands with and without this path.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ from itertools import compress
 
 import numpy as np
 
+from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
@@ -96,12 +98,17 @@ def start_machines(d: Draft) -> bool:
         written[hit] = True
         for k in hit.tolist():
             intents[k].append(("shrink", b))
-    elect = np.flatnonzero((pstate == _OFFLINE) & kept)
-    ok, new_leader, new_isr, _ = V.offline(replicas[elect], isr[elect], live, np.zeros(len(elect), bool))
-    if not ok.all():
-        return False  # a refused election (maybe on a stale ISR: issue 22) or an unclean one
-    leader[elect] = new_leader
-    isr[elect] = new_isr
+    tried = np.flatnonzero((pstate == _OFFLINE) & kept)
+    tried_isr = isr[tried]  # (after the shrinks: what the walk's elections read)
+    ok, new_leader, new_isr, unclean = V.offline(replicas[tried], tried_isr, live, np.zeros(len(tried), bool))
+    if not ok.all():  # where the topic allows it, an unclean election (the first live replica)
+        allowed = {t for t in {tps[k].topic for k in tried[~ok].tolist()} if d.unclean_allowed(t)}
+        if allowed:
+            may = np.fromiter((tps[k].topic in allowed for k in tried.tolist()), bool, len(tried))
+            ok, new_leader, new_isr, unclean = V.offline(replicas[tried], tried_isr, live, may)
+    elect = tried[ok]
+    leader[elect] = new_leader[ok]
+    isr[elect] = new_isr[ok]
     leader_epoch[elect] += 1
     written[elect] = True
     for k in elect.tolist():
@@ -157,7 +164,9 @@ def start_machines(d: Draft) -> bool:
     target = ReplicaState.OFFLINE
     for (code, r), logged in offline_log.items():
         d.record_many(REPLICA_STATES[code], target, logged, r)
-    if len(elect):
+    if not ok.all() or unclean.any():
+        _log_elections(d, [tps[k] for k in tried.tolist()], ok, unclean, tried_isr)
+    elif len(elect):
         d.record_many(PartitionState.OFFLINE, PartitionState.ONLINE, [tps[k] for k in elect.tolist()])
 
     # -- the writes, in the order the walk makes them (shrinks, then elections) -----------------
@@ -179,3 +188,16 @@ def start_machines(d: Draft) -> bool:
         (rows[dead_rows], {"rstate": new_rstate}),
     ))
     return True
+
+
+def _log_elections(d: Draft, tps: list, ok: np.ndarray, unclean: np.ndarray, isr: np.ndarray) -> None:
+    """The state-change log of the walk's elections of Offline partitions (`partitions.elect`,
+    in partition order) when some were refused or unclean: a refusal's line names the ISR, so
+    the groups interleave. (No re-read: a new controller's ISRs were just read from ZooKeeper,
+    and `on_elected` takes its refusals as final.)"""
+    offline, online = PartitionState.OFFLINE, PartitionState.ONLINE
+    for tp, won, alone, members in zip(tps, ok.tolist(), unclean.tolist(), isr.tolist()):
+        if won:
+            d.record(offline, online, tp, detail=P.UNCLEAN if alone else "")
+        else:
+            d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, _cut(members)))

@@ -9,9 +9,10 @@ and costs seconds; here the same decision is a mask over the replica matrix, the
 and state-change log filled per broker in the rule's order (sorted partitions, then replica),
 and one column write.
 
-The common case only: every replica concerned is in a state that may go Online and is not New
-(New -> Online may repair an assignment and sends nothing). Otherwise None, with the draft
-untouched, and the caller walks the rule. Replicas of topics queued for deletion move as the
+The common case only: no replica concerned is New (New -> Online may repair an assignment and
+sends nothing); otherwise None, with the draft untouched, and the caller walks the rule. A
+replica whose state may not go Online (a deleted replica of a topic being deleted) is refused as
+the rule refuses it: logged as an illegal transition, left as it is, sent nothing. Replicas of topics queued for deletion move as the
 others do (the rule has no exception for them); the caller resumes their deletion afterwards.
 tests/core/test_columnar_startup.py checks `step()` gives the same state and commands both ways.
 """
@@ -31,7 +32,7 @@ ENABLED = True
 """Tests switch this off to compare with the scalar path."""
 
 _ONLINE = ReplicaState.ONLINE
-_R_ONLINE = R_CODE[_ONLINE]
+_R_ONLINE, _R_NEW = R_CODE[_ONLINE], R_CODE[ReplicaState.NEW]
 _ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE] if s is not ReplicaState.NEW),
                         np.int8)
 
@@ -54,8 +55,10 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     if not len(rows):
         return []
     rstate = image.column("rstate")
-    if not np.isin(rstate[rows][on[rows]], _ONLINE_FROM).all():
-        return None
+    if (rstate[rows][on[rows]] == _R_NEW).any():
+        return None  # New -> Online may repair an assignment: the rule
+    legal = np.isin(rstate, _ONLINE_FROM)  # (others are refused: "illegal transition")
+    code_ok = dict.fromkeys(range(len(REPLICA_STATES)), False) | dict.fromkeys(_ONLINE_FROM.tolist(), True)
 
     # the rule's order: (partition, replica) pairs sorted
     tps = image.tps(rows)
@@ -64,30 +67,40 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     rows = rows[np.array(order, np.intp)]
     has = image.column("has_state")[rows].tolist()
     lai_lists: defaultdict[int, list] = defaultdict(list)
-    log: dict[tuple, list] = {}
+    told: list = []  # the partitions sent a LeaderAndIsr (and so an UpdateMetadata), in order
+    log: dict[tuple, list] = {}  # (state code, replica, legal) -> partitions, in the walk's order
     plans: dict[tuple, tuple] = {}
     for tp, row, codes, with_state in zip(tps, replicas[rows].tolist(), rstate[rows].tolist(), has):
         key = (tuple(row), tuple(codes))
         plan = plans.get(key)
         if plan is None:
-            plan = plans[key] = tuple(sorted((r, codes[j]) for j, r in enumerate(_cut(row)) if r in new))
-        for r, code in plan:
-            if with_state:
+            plan = plans[key] = tuple(sorted((r, codes[j], code_ok[codes[j]])
+                                             for j, r in enumerate(_cut(row)) if r in new))
+        sent = False
+        for r, code, ok in plan:
+            if ok and with_state:
                 lai_lists[r].append(tp)
-            group = log.get((code, r))
+                sent = True
+            group = log.get((code, r, ok))
             if group is None:
-                log[(code, r)] = [tp]
+                log[(code, r, ok)] = [tp]
             else:
                 group.append(tp)
+        if sent:
+            told.append(tp)
 
     d.add_leader_and_isr(lai_lists)
     if lai_lists:
         d.um_everyone = True
         if not d.um_all:
-            d.um_tps.update(dict.fromkeys(tp for tp, with_state in zip(tps, has) if with_state))
-    for (code, r), r_tps in log.items():
-        d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)
+            d.um_tps.update(dict.fromkeys(told))
+    for (code, r, ok), r_tps in log.items():
+        if ok:
+            d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)
+        else:
+            for tp in r_tps:
+                d.record(REPLICA_STATES[code], _ONLINE, tp, r, ok=False, detail="illegal transition")
     new_rstate = rstate[rows].copy()
-    new_rstate[on[rows]] = _R_ONLINE
+    new_rstate[on[rows] & legal[rows]] = _R_ONLINE
     d.replace_image(image.with_columns((rows, {"rstate": new_rstate})))
     return tps

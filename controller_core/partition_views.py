@@ -130,12 +130,19 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, inverse.reshape(-1)
 
 
+_FEW_ROWS = 64
+"""Up to this many rows, `_row_tuples` shares equal rows through a dict, not `distinct_rows`."""
+
+
 def _row_tuples(matrix: np.ndarray) -> list[tuple]:
     """Each row of a left-packed matrix (padded with -1) as a tuple, equal rows as one shared
     tuple: only the distinct rows are made in Python (`distinct_rows`)."""
     n, width = matrix.shape
     if not n or not width:
         return [()] * n
+    if n <= _FEW_ROWS:  # sorting costs more than it saves (~60 us)
+        made: dict = {}
+        return [made.setdefault(row, row) for row in map(_cut, matrix.tolist())]
     distinct, inverse = distinct_rows(matrix)
     made = [_cut(row) for row in distinct.tolist()]
     return list(map(made.__getitem__, inverse.tolist()))
@@ -189,11 +196,15 @@ class ImageRows:
         return tps
 
     def _looked_up(self, tps) -> np.ndarray:
-        found = list(map(self.image.index.get, tps))
+        index = self.image.index
+        # a RowIndex's dict first, one C-level lookup each (its own `get` is a Python call once
+        # rows were added since the load); the few misses then in the whole index
+        found = list(map(getattr(index, "base", index).get, tps))
         try:
             return np.fromiter(found, np.intp, len(found))
-        except TypeError:  # (None: not in the image)
-            return np.fromiter((-1 if r is None else r for r in found), np.intp, len(found))
+        except TypeError:  # (None: added since the load, or not in the image)
+            get = index.get
+            return np.fromiter((get(tp, -1) if r is None else r for tp, r in zip(tps, found)), np.intp, len(found))
 
     def _rows_by_identity(self, tps) -> np.ndarray:
         """Rows found by the partitions' object identity: the requests' partitions are, as a rule,

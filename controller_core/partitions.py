@@ -133,7 +133,7 @@ def _candidates(d: Draft, strategy: str, info) -> list[int]:
     return [r for r in info.assignment.replicas if r in live]
 
 
-_UNCLEAN = "unclean leader election"
+UNCLEAN = "unclean leader election"
 
 
 def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
@@ -146,7 +146,7 @@ def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
         d.record(current, ONLINE, tp, ok=False, detail=chosen)
         return chosen
     leader, isr, recipients, unclean = chosen
-    d.record(current, ONLINE, tp, detail=_UNCLEAN if unclean else "")
+    d.record(current, ONLINE, tp, detail=UNCLEAN if unclean else "")
     d.write_change(tp, info, leader, isr, ("elect", strategy), ONLINE)
     d.send_leader_and_isr(recipients, tp)
     return None
@@ -173,7 +173,7 @@ def offline_then_elect(d: Draft, tps: Iterable[TopicPartition]) -> None:
                 d.put(tp, PartitionInfo(info.assignment, info.leader_isr, OFFLINE_STATE, info.replica_states))
             continue
         leader, isr, recipients, unclean = chosen
-        d.record(OFFLINE_STATE, ONLINE, tp, detail=_UNCLEAN if unclean else "")
+        d.record(OFFLINE_STATE, ONLINE, tp, detail=UNCLEAN if unclean else "")
         d.write_change(tp, info, leader, isr, ("elect", OFFLINE), ONLINE)
         d.send_leader_and_isr(recipients, tp)
 

@@ -15,12 +15,13 @@ except ImportError:  # pragma: no cover - depends on the executor's packages
 def _by_orjson(obj) -> str:
     """`codec.canonical_json(obj)`: sorted keys and compact separators are orjson's too, and the
     values here are str keys, ints, ASCII strings, lists and dicts (codec writes no floats);
-    anything else, or non-ASCII text (which codec escapes), goes to codec itself."""
+    anything else, or text outside printable ASCII that orjson writes raw (non-ASCII, DEL;
+    codec escapes them), goes to codec itself."""
     try:
         raw = _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
     except TypeError:
         return codec.canonical_json(obj)
-    if raw.isascii():
+    if raw.isascii() and b"\x7f" not in raw:  # (orjson leaves DEL as it is; codec escapes it)
         return raw.decode("ascii")
     return codec.canonical_json(obj)
 

@@ -16,7 +16,7 @@ from controller_core.state import ControllerConfig
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, assert_same, both_paths, broker, elected, tp
+from .builders import AT, assert_same, both_paths, broker, elected, run, tp
 from .test_columnar_failure import BROKERS, clusters
 
 
@@ -53,14 +53,15 @@ def both_ways(cluster, to_delete=()):
 @settings(max_examples=150, deadline=None)
 @given(healthy_clusters(), st.data())
 def test_a_failure_in_a_healthy_cluster_is_decided_over_the_columns_as_the_rules_decide_it(cluster, data):
-    topics, states, _, _, dying, _ = cluster
+    topics = cluster[0]
     to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), max_size=2, unique=True), "to_delete")
     out = both_ways(cluster, to_delete)
     if out is None:
         return
     fast, slow, taken = out
-    electable = all(any(r not in dying for r in li.isr) for tp, li in states.items() if tp.topic not in to_delete)
-    assert taken == [electable]  # where an election would fail, the scalar rules decide (and re-read)
+    # every election, clean, unclean where allowed, or refused (re-reading the ISR first where
+    # the rule does), is decided over the columns
+    assert taken == [True]
     assert_same(fast, slow)
 
 
@@ -84,3 +85,39 @@ def test_a_failure_in_any_cluster_gives_the_commands_of_the_rules(cluster):
         return
     fast, slow, _ = out
     assert_same(fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(healthy_clusters(), st.data())
+def test_partitions_left_offline_and_refusals_re_read_are_decided_over_the_columns_as_by_the_rules(cluster, data):
+    """Two failures in a row, each settled (writes landed, re-reads answered with the states
+    the controller caches: ZooKeeper agrees): the first may refuse elections (every ISR member
+    dead), which re-reads those ISRs and then leaves the partitions Offline; the second meets
+    those Offline partitions and refuses them again. Both are decided over the columns (no
+    unclean election allowed), with the rules' state, commands and digest."""
+    topics, states, configs, alive, dying, _ = cluster
+    survivors = [b for b in alive if b not in dying]
+    later = data.draw(st.lists(st.sampled_from(survivors), max_size=2, unique=True), "later")
+    config = ControllerConfig(broker_id=alive[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=False)
+    state, _ = elected(brokers=tuple(alive), topics=topics, states=states, config=config, topic_configs=configs)
+    first = E.BrokersChanged(at=AT, brokers=tuple(broker(b) for b in survivors))
+    second = E.BrokersChanged(at=AT, brokers=tuple(broker(b) for b in survivors if b not in later))
+
+    firsts = []  # the commands of the first failure and its settling, per run (fast, then slow)
+
+    def life():
+        after, seen = run(state, first)
+        firsts.append(seen)
+        after, more = run(after, second)
+        return after, seen + more
+
+    fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure", life)
+    assert taken and all(taken)
+    assert_same(fast, slow)
+    # a refusal re-reads when a live replica is missing from the cached ISR (partitions.choose)
+    re_read = any(all(r in dying for r in li.isr) and any(r not in dying and r not in li.isr
+                                                           for r in topics[t.topic][t.partition])
+                  for t, li in states.items())
+    assert re_read == any(type(c).__name__ == "ReadPartitionStates" for c in firsts[0])
+

@@ -14,7 +14,7 @@ from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, assert_same, both_paths, snapshot, tp
+from .builders import AT, assert_same, both_paths, run, snapshot, tp
 from .test_columnar_failure import BROKERS, clusters
 
 
@@ -36,14 +36,7 @@ def healthy_clusters(draw):
             states[tp(name, p)] = LeaderIsr(leader, draw(st.integers(0, 5)), tuple(isr), draw(st.integers(0, 3)),
                                             draw(st.integers(0, 9)))
         topics[name] = parts
-    return topics, states, (), sorted(alive), sorted(dying), False
-
-
-def electable(cluster) -> bool:
-    """Whether every partition whose leader died keeps a live ISR member (else the election
-    fails and the walk decides, re-reading the ISR first)."""
-    _, states, _, _, dying, _ = cluster
-    return all(li.leader not in dying or any(r not in dying for r in li.isr) for li in states.values())
+    return topics, states, (), sorted(alive), sorted(dying), draw(st.booleans())
 
 
 def both_ways(cluster, epoch=2, to_delete=()):
@@ -61,7 +54,7 @@ def both_ways(cluster, epoch=2, to_delete=()):
 def test_a_cluster_with_states_is_started_over_the_columns_as_the_walk_starts_it(cluster, epoch):
     fast, slow, taken = both_ways(cluster, epoch)
     newer = any(li.controller_epoch > epoch for li in cluster[1].values())  # refused one by one: the walk
-    assert taken == [electable(cluster) and not newer]
+    assert taken == [not newer]  # (elections without a live ISR member too: unclean, or refused)
     assert_same(fast, slow)
 
 
@@ -71,13 +64,35 @@ def test_topics_queued_for_deletion_are_told_their_state_and_left_out_of_the_res
     """The walk tells a deleting topic's live replicas its state and neither shrinks nor elects
     it; the columns do the same, so a queued deletion no longer sends a whole cluster's start
     down the walk."""
-    topics, states, _, _, dying, _ = cluster
+    topics, states = cluster[:2]
     to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, max_size=2, unique=True), "to_delete")
     fast, slow, taken = both_ways(cluster, 2, to_delete)
     kept = {t: li for t, li in states.items() if t.topic not in to_delete}
-    rest = (topics, kept, (), cluster[3], dying, False)
-    assert taken == [electable(rest) and not any(li.controller_epoch > 2 for li in kept.values())]
+    assert taken == [not any(li.controller_epoch > 2 for li in kept.values())]
     assert_same(fast, slow)
+
+
+@settings(max_examples=100, deadline=None)
+@given(healthy_clusters())
+def test_refused_and_unclean_elections_are_final_at_a_start_over_the_columns_as_in_the_walk(cluster):
+    """Settled (writes landed): a new controller's refusals are final (its ISRs were just read
+    from ZooKeeper; no re-read), and an unclean election takes the first live replica where
+    allowed, over the columns as in the walk."""
+    topics, states, configs, alive, dying, unclean = cluster
+    config = ControllerConfig(broker_id=alive[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=unclean)
+    event = E.ControllerElected(at=AT, epoch=4, epoch_zk_version=3, snapshot=snapshot(
+        tuple(b for b in alive if b not in dying), topics, states, topic_configs=configs))
+    fast, slow, taken = both_paths(columnar_failover, "start_machines", lambda: run(initial_state(config), event))
+    assert taken == [True]
+    assert_same(fast, slow)
+    assert not any(type(c).__name__ == "ReadPartitionStates" for c in fast[1])
+    lines = [(e.detail, e.ok) for c in fast[1] if type(c).__name__ == "LogStateChanges" for e in c.entries]
+    stranded = [t for t, li in states.items() if li.leader in dying and all(r in dying for r in li.isr)
+                and any(r not in dying for r in topics[t.topic][t.partition])]
+    if stranded:
+        assert (("unclean leader election", True) if unclean else ("no eligible leader", False)) in [
+            (d[:len("no eligible leader")] if not ok else d, ok) for d, ok in lines]
 
 
 @settings(max_examples=100, deadline=None)

@@ -87,3 +87,29 @@ def test_a_comeback_with_a_topic_queued_for_deletion_is_decided_over_the_columns
     _, commands = settle(*fast)  # (the requests follow the write of the elections)
     stops = [c for c in commands if type(c).__name__ == "SendStopReplica" and c.delete]
     assert stops, "the deletion of b resumes once its replicas are back"
+
+
+def test_a_comeback_meeting_a_deleted_replica_refuses_it_over_the_columns_as_the_rule_does():
+    """`b` is queued for deletion; broker 1 answered its StopReplica (delete), broker 2 not yet.
+    Then broker 1 bounces (a new registration epoch: a failure and a startup in one change). Its
+    replica of `b` is DeletionSuccessful, which may not go Online: the columnar path logs the
+    illegal transition and leaves the replica as it is, as the rule does, and moves the others."""
+    from controller_core.machines import ReplicaState
+    from controller_core.values import LeaderIsr
+    from .builders import run, tp
+    topics = {"a": [[1, 2], [2, 1]], "b": [[1, 2]]}
+    states = {tp("a", 0): LeaderIsr(1, 1, (1, 2), 1, 0), tp("a", 1): LeaderIsr(2, 1, (2, 1), 1, 0),
+              tp("b", 0): LeaderIsr(1, 1, (1, 2), 1, 0)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config, topics_to_delete=frozenset({"b"}))
+    state, _ = run(state, E.StopReplicaResponded(at=AT, broker_id=1, delete=True, partitions=(tp("b", 0),)))
+    assert state.partitions[tp("b", 0)].replica_state(1) is ReplicaState.DELETION_SUCCESSFUL
+    event = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=500), broker(2)))
+    fast, slow, taken = both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
+    assert taken and taken[-1] is not None  # decided over the columns
+    assert_same(fast, slow)
+    after = fast[0].partitions
+    assert after[tp("b", 0)].replica_state(1) is ReplicaState.DELETION_SUCCESSFUL
+    assert after[tp("a", 0)].replica_state(1) is ReplicaState.ONLINE
+    lines = [e for c in fast[1] if type(c).__name__ == "LogStateChanges" for e in c.entries]
+    assert any(getattr(e, "detail", "") == "illegal transition" for e in lines), lines

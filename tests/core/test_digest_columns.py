@@ -1,0 +1,104 @@
+"""The digest writes a large request's partitions from its columns (digest._views_text), never
+making the `PartitionView`s: the text must be the codec's, byte for byte, on any columns (topic
+names that JSON escapes, empty and full ISRs, leaders -1 and -2, numbers past the digit table,
+reassignments in flight, partitions sent as new), with either JSON writer the digest is given."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller_core import codec
+from controller_core import commands as C
+from controller_core import digest as D
+from controller_core.partition_views import PartitionViews
+from controller_core.values import BrokerInfo, TopicPartition
+
+from adapters.journal.canonical import canonical as orjson_canonical
+
+ENCODE = codec._field_encoder(C.SendUpdateMetadata, "partitions")
+WRITERS = (codec.canonical_json, orjson_canonical)
+INT32 = st.one_of(st.integers(0, 9), st.integers(9_990, 10_010), st.integers(-2, 2**31 - 1))
+
+
+@st.composite
+def columns(draw, min_rows=0, max_rows=30):
+    n = draw(st.integers(min_rows, max_rows))
+    width = draw(st.integers(0, 4))
+    names = draw(st.lists(st.text(max_size=4), min_size=1, max_size=3))
+    tps = tuple(TopicPartition(draw(st.sampled_from(names)), draw(INT32.filter(lambda v: v >= 0))) for _ in range(n))
+    replicas = np.full((n, width), -1, np.int32)
+    isr = np.full((n, width), -1, np.int32)
+    adding = np.zeros((n, width), bool)
+    removing = np.zeros((n, width), bool)
+    for i in range(n):
+        ids = draw(st.lists(st.integers(0, 2**31 - 2), max_size=width, unique=True))
+        replicas[i, :len(ids)] = ids
+        members = [r for r in ids if draw(st.booleans())]
+        isr[i, :len(members)] = members
+        for j in range(len(ids)):
+            adding[i, j] = draw(st.booleans()) and draw(st.booleans())
+            removing[i, j] = not adding[i, j] and draw(st.booleans()) and draw(st.booleans())
+
+    def ints():
+        return np.array([draw(INT32) for _ in range(n)], np.int32)
+
+    moving = draw(st.booleans())
+    is_new = np.array([draw(st.booleans()) for _ in range(n)], bool) if draw(st.booleans()) else None
+    return PartitionViews(tps, ints(), ints(), isr, ints(), ints(), replicas,
+                          adding if moving else None, removing if moving else None, is_new)
+
+
+@settings(max_examples=150, deadline=None)
+@given(columns())
+def test_the_text_written_from_the_columns_is_the_codecs(views):
+    for canonical in WRITERS:
+        assert D._views_text(views, canonical) == canonical(ENCODE(views))
+
+
+@settings(max_examples=10, deadline=None)
+@given(columns(max_rows=6), st.integers(600, 1500))
+def test_a_large_requests_digest_written_from_its_columns_is_the_reference(few, rows):
+    """Past the size where the digest writes from the columns: a request of `rows` partitions,
+    the drawn rows repeated, shared by two brokers' UpdateMetadata and beside other commands."""
+    if not len(few):
+        return
+    take = np.arange(rows) % len(few)
+
+    def pick(a):
+        return None if a is None else a[take]
+
+    big = PartitionViews(tuple(few.tps[k] for k in take.tolist()), few.leader[take], few.leader_epoch[take],
+                         few.isr[take], few.controller_epoch[take], few.zk_version[take], few.replicas[take],
+                         pick(few.adding), pick(few.removing), pick(few.is_new))
+    brokers = (BrokerInfo(1, "a", 1, 1), BrokerInfo(2, "b", 1, 1))
+    requests = [C.SendUpdateMetadata(broker_id=b, broker_epoch=1, controller_epoch=1, partitions=big,
+                                     live_brokers=brokers) for b in (1, 2)]
+    timer = C.ScheduleTimer(name="rebalance", delay_ms=1)
+    reference = codec.reference_digest(requests)  # (makes the views of `big`, not of `fresh` below)
+    reference_other = codec.reference_digest(requests + [timer])
+    for canonical in WRITERS:
+        digester = codec.digester(canonical)
+        assert digester.views_from_columns
+        fresh = PartitionViews(big.tps, big.leader, big.leader_epoch, big.isr, big.controller_epoch,
+                               big.zk_version, big.replicas, big.adding, big.removing, big.is_new)
+        commands = [C.SendUpdateMetadata(broker_id=b, broker_epoch=1, controller_epoch=1, partitions=fresh,
+                                         live_brokers=brokers) for b in (1, 2)]
+        assert digester.digest(commands) == reference
+        assert fresh._views is None  # written from the columns, the views never made
+        assert digester.digest(commands + [timer]) == reference_other  # (the generic path)
+        assert fresh._views is None
+
+
+def test_a_partition_number_that_is_not_an_int_is_left_to_the_codec():
+    views = PartitionViews((TopicPartition("t", True),), np.array([1]), np.array([0]), np.array([[1]]),
+                           np.array([1]), np.array([0]), np.array([[1]]))
+    assert D._views_text(views, codec.canonical_json) is None
+
+
+def test_the_digest_checks_its_layout_on_a_probe_and_keeps_the_codecs_path_if_it_differs():
+    assert codec.digester().views_from_columns
+    wrong = D.Digester(lambda c, memo: {}, codec.canonical_json,
+                       lambda cls, name: (lambda v: [[0]]) if name == "partitions" else codec._field_encoder(cls, name))
+    assert not wrong.views_from_columns
+
