@@ -19,6 +19,7 @@ from . import commands as C
 from . import deletion
 from . import partitions as P
 from . import replicas as R
+from .columns import PAD
 from .draft import Draft
 from .machines import ReplicaState
 from .state import PartitionInfo
@@ -83,9 +84,16 @@ def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None,
 
 
 def _known_brokers(d: Draft) -> frozenset[int]:
+    """Every broker the cluster knows: registered, seen, or holding a replica (read from the
+    image's replica column: a scan built every partition's value, ~10 ms at 10,000)."""
     known = set(d.brokers.keys()) | set(d.seen_brokers)
-    for _, info in d.scan():
-        known.update(info.assignment.replicas)
+    image = d.partitions
+    if image.odd:
+        for _, info in d.scan():
+            known.update(info.assignment.replicas)
+    elif image.count:
+        replicas = image.column("replicas")[image.column("present")]
+        known.update(np.unique(replicas[replicas != PAD]).tolist())
     return frozenset(known)
 
 

@@ -100,3 +100,15 @@ def test_reassignment_resumes_after_failover_from_the_topic_znode():
     state, commands = settle(snap_state, commands)
     assert state.partitions[tp("t", 0)].assignment == ReplicaAssignment((2, 3, 4))
     assert leader_isr(state, "t", 0).leader == 2
+
+
+def test_a_broker_known_only_by_the_replicas_it_holds_is_a_valid_target():
+    """Broker 9 is not registered and this controller never saw it, but it holds a replica of
+    t-1 (read from the image's replica column): a reassignment onto it waits for it, as one onto
+    a broker the cluster has never known is refused."""
+    given = elected(brokers=(1, 2, 3), topics={"t": [[1, 2], [2, 9]]})[0]
+    assert 9 not in given.seen_brokers and 9 not in given.brokers
+    _, commands = step(given, reassign(("t", 0, [9, 1])))
+    assert not of_type(commands, C.RejectRequest)
+    _, commands = step(given, reassign(("t", 0, [8, 1])))
+    assert "unknown broker(s) [8]" in of_type(commands, C.RejectRequest)[0].reason
