@@ -51,7 +51,7 @@ _ELECT = ("elect", "offline")
 def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     """Decide the failure of `dead` (already removed from the draft's brokers) if it is the
     common case (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.writes:
+    if not ENABLED or d.has_writes:
         return False  # (a draft that already wrote would need the first write's expected version)
     image = d.partitions
     if image.odd or not image.count:

@@ -49,7 +49,7 @@ _ELECT = ("elect", "offline")
 def start_machines(d: Draft) -> bool:
     """Steps 2 and 3 of `on_elected` over the columns if the cluster allows it (see the module
     docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.writes or d.log or d.lai or d.stop:
+    if not ENABLED or d.has_writes or d.log or d.lai or d.stop:
         return False
     image = d.partitions
     if image.odd or not image.count:

@@ -53,7 +53,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     """Move leadership and the broker's follower replicas away (`broker_id` is already in the
     draft's shutting-down set) if it is the common case (see the module docstring); False, with
     the draft untouched, if not."""
-    if not ENABLED or d.writes or d.lai or d.stop or d.log or d.um_tps or d.um_all:
+    if not ENABLED or d.has_writes or d.lai or d.stop or d.log or d.um_tps or d.um_all:
         return False  # (the batch below is built as if it were the decision's first)
     image = d.partitions
     if image.odd or not image.count:

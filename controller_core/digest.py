@@ -44,6 +44,7 @@ from . import commands as C
 from .codec_tables import VERSIONS
 from .columns import _cut
 from .partition_views import PartitionViews, distinct_rows
+from .partition_writes import PartitionWrites
 from .values import TopicPartition
 
 __all__ = ["Digester"]
@@ -55,8 +56,10 @@ _INTS = ("broker_epoch", "broker_id", "controller_epoch")  # sorted
 _SKIPPED: list = []  # stands in for the encoded broker list, whose text is cached (see _rest_text)
 _BROKERS_CAP = 256
 _VIEWS_FROM_COLUMNS = 512
-"""From this many partitions, a request's partitions are written from the columns (_views_text;
-~0.2 ms fixed cost, then ~1 us a partition against ~2 us for making and encoding the views)."""
+"""From this many partitions, a request's partitions (and a write command's writes) are written
+from the columns (_views_text, _writes_text; ~0.2 ms fixed cost, then ~1 us a partition against
+~2 us for making and encoding the values)."""
+_NO_WRITES = '"writes":[]}'
 _EMPTY = hashlib.blake2b(b"[]", digest_size=16).hexdigest()
 
 
@@ -111,25 +114,15 @@ def _views_text(views: PartitionViews, canonical: Canonical) -> str | None:
     """The codec's canonical text of a `PartitionViews` (a list of `PartitionView`s, each the
     positional list `[tp, leader, leader_epoch, [isr], controller_epoch, zk_version, [replicas]]`,
     with `[adding], [removing], is_new` after it when one of them is not its default), written
-    from the columns without making the views.
-
-    The text is laid out as a byte matrix, one row per partition, each field in its own columns
-    and NUL where a field is shorter than its widest value (canonical JSON escapes NUL, so it
-    never occurs in the text); dropping the NULs gives the text. Numbers become digits by
-    arithmetic over the whole column; the topics, ISRs and replica lists are a few distinct
-    values, each written once in Python. None if a partition number is not exactly an int (a
-    bool would be written `true`: the codec's path says so)."""
+    from the columns without making the views (see `_matrix_text`). None if a partition number
+    is not exactly an int (a bool would be written `true`: the codec's path says so)."""
     n = len(views.tps)
     if not n:
         return "[]"
-    topics, numbers = zip(*views.tps)
-    if set(map(type, numbers)) != {int}:
+    head = _tp_heads(views.tps, canonical)
+    if head is None:
         return None
-    names = {t: k for k, t in enumerate(dict.fromkeys(topics))}
-    heads = _texts_matrix([("[[" + canonical(t) + ",").encode("ascii") for t in names])
-    pieces = [heads[np.fromiter(map(names.__getitem__, topics), np.intp, n)],
-              _digits(np.array(numbers, np.int64)), b"],",
-              _digits(views.leader), b",", _digits(views.leader_epoch), b",",
+    pieces = [head, b",", _digits(views.leader), b",", _digits(views.leader_epoch), b",",
               _lists_matrix(views.isr), b",", _digits(views.controller_epoch), b",",
               _digits(views.zk_version), b",", _lists_matrix(views.replicas)]
     # the rows whose last three fields are not all at their defaults carry them
@@ -152,7 +145,46 @@ def _views_text(views: PartitionViews, canonical: Canonical) -> str | None:
         every = np.zeros((n, tail.shape[1]), np.uint8)
         every[rows] = tail
         pieces.append(every)
-    pieces.append(b"],")
+    pieces.append(b"]")
+    return _matrix_text(n, pieces)
+
+
+def _writes_text(writes: PartitionWrites, canonical: Canonical) -> str | None:
+    """The codec's canonical text of a `PartitionWrites` (a list of `PartitionWrite`s, each the
+    positional list `[tp, [leader, leader_epoch, [isr], controller_epoch, zk_version],
+    expected_version]`), written from the columns without making the writes. None as for
+    `_views_text`."""
+    n = len(writes.tps)
+    if not n:
+        return "[]"
+    head = _tp_heads(writes.tps, canonical)
+    if head is None:
+        return None
+    return _matrix_text(n, [head, b",[", _digits(writes.leader), b",", _digits(writes.leader_epoch), b",",
+                            _lists_matrix(writes.isr), b",", _digits(writes.controller_epoch), b",",
+                            _digits(writes.zk_version), b"],", _digits(writes.expected), b"]"])
+
+
+def _tp_heads(tps, canonical: Canonical) -> np.ndarray | None:
+    """`[["topic",partition]` of each row, as byte-matrix rows (see `_matrix_text`); None if a
+    partition number is not exactly an int."""
+    topics, numbers = zip(*tps)
+    if set(map(type, numbers)) != {int}:
+        return None
+    names = {t: k for k, t in enumerate(dict.fromkeys(topics))}
+    heads = _texts_matrix([("[[" + canonical(t) + ",").encode("ascii") for t in names])
+    return np.hstack([heads[np.fromiter(map(names.__getitem__, topics), np.intp, len(topics))],
+                      _digits(np.array(numbers, np.int64)), np.full((len(topics), 1), ord("]"), np.uint8)])
+
+
+def _matrix_text(n: int, pieces: list) -> str:
+    """A JSON list of `n` rows from their pieces, each either bytes (the same in every row) or a
+    byte matrix with a row per row. The text is laid out as one byte matrix, each field in its
+    own columns and NUL where a field is shorter than its widest value (canonical JSON escapes
+    NUL, so it never occurs in the text); dropping the NULs gives the text. Numbers become
+    digits by a table or arithmetic over the whole column (`_digits`); topics, ISRs and replica
+    lists are few distinct values, each written once in Python."""
+    pieces = pieces + [b","]
     width = sum(len(p) if p.__class__ is bytes else p.shape[1] for p in pieces)
     out = np.empty((n, width), np.uint8)
     at = 0
@@ -259,6 +291,7 @@ class Digester:
         # gives the codec's text on a probe; otherwise they are encoded as the codec does
         encoder = field_encoder(C.SendUpdateMetadata, "partitions") if field_encoder is not None else None
         self.views_from_columns = encoder is not None and _views_agree(encoder, canonical)
+        self.writes_from_columns = self._writes_agree()
 
     def digest(self, commands: Iterable[Any]) -> str:
         if not commands:
@@ -362,6 +395,32 @@ class Digester:
         cache[key] = (value, text)
         return text
 
+    # -- a whole-cluster decision's writes ---------------------------------------------------------
+
+    def _write_states_text(self, c) -> str | None:
+        """A `WritePartitionStates` holding columns (`PartitionWrites`): the codec's text of the
+        command without its writes (`"writes"` sorts last), the writes written from the columns."""
+        body = _writes_text(c.writes, self.canonical)
+        if body is None:
+            return None
+        head = self.canonical(self.encode(C.WritePartitionStates(write_id=c.write_id, writes=()), None))
+        if not head.endswith(_NO_WRITES):
+            return None
+        return head[:-len(_NO_WRITES)] + '"writes":' + body + "}"
+
+    def _writes_agree(self) -> bool:
+        """Whether `_write_states_text` writes what the codec writes, on a probe (a non-ASCII
+        topic, an empty ISR, a create, leader -1)."""
+        probe = C.WritePartitionStates(write_id=7, writes=PartitionWrites(
+            [TopicPartition("t\u00e9\"", 0), TopicPartition("a", 7), TopicPartition("t\u00e9\"", 12_345)],
+            np.array([1, -1, 3], np.int32), np.array([3, 0, 12_000], np.int32),
+            np.array([[1, 2, -1], [-1, -1, -1], [3, -1, -1]], np.int32), np.array([4, 4, 4], np.int32),
+            np.array([9, 0, 70_000], np.int32), np.array([8, -1, 69_999], np.int32)))
+        try:
+            return self._write_states_text(probe) == self.canonical(self.encode(probe, None))
+        except Exception:  # (a codec that changed beyond recognition: the codec's own path)
+            return False
+
     # -- any decision -----------------------------------------------------------------------------
 
     def _generic(self, commands: tuple) -> str:
@@ -370,7 +429,12 @@ class Digester:
         requests = self.requests
         encoded: list = []  # per command: its text (a broker request), or its encoding
         for c in commands:
-            text = self._request_text(c, rests) if c.__class__ in requests else None
+            text = None
+            if c.__class__ in requests:
+                text = self._request_text(c, rests)
+            elif c.__class__ is C.WritePartitionStates and c.writes.__class__ is PartitionWrites \
+                    and len(c.writes) >= _VIEWS_FROM_COLUMNS and self.writes_from_columns:
+                text = self._write_states_text(c)
             encoded.append(text if text is not None else self.encode(c, memo))  # as codec.encode_commands
         seen: dict[int, int] = {}
         for d in encoded:

@@ -23,8 +23,9 @@ import attrs
 import numpy as np
 
 from . import commands as C
-from .columns import PAD, _cut
+from .columns import PAD
 from .partition_views import ImageRows
+from .partition_writes import PartitionWrites
 from .machines import (
     PartitionState,
     ReplicaState,
@@ -143,6 +144,8 @@ class Draft:
         self.elections: dict[tuple, tuple | None] = {}
         # the request batch
         self.writes: dict[TopicPartition, C.PartitionWrite] = {}
+        # a whole-cluster decision's writes as columns (write_rows), before any other write
+        self.bulk_writes: PartitionWrites | None = None
         self.intents: dict[TopicPartition, tuple] = {}
         self.lai: dict[int, dict[TopicPartition, bool]] = {}
         self.um_brokers: set[int] = set()
@@ -349,6 +352,8 @@ class Draft:
         keep the optimistic result (version + 1) in the working copy, optionally moving the
         partition to `state` (already checked and logged by the caller) in the same put."""
         info = info if info is not None else self.info(tp)
+        if self.bulk_writes is not None:
+            self._spill()
         first = self.writes.get(tp)
         if first is None:
             expected = new.zk_version
@@ -368,6 +373,8 @@ class Draft:
         leader epoch bumped by one, this controller's epoch), building the value only once:
         a failover makes 10,000 of these."""
         li = info.leader_isr
+        if self.bulk_writes is not None:
+            self._spill()
         first = self.writes.get(tp)
         if first is None:
             expected = li.zk_version
@@ -388,22 +395,26 @@ class Draft:
         holds and stores this controller's epoch. The whole-cluster decisions call it before
         `replace_image`, with no other write of these partitions in the step; returns the
         columns to write into the image for `rows`."""
+        assert not self.has_writes, "write_rows makes a decision's first writes"
         expected = self._image.column("zk_version")[rows]
         stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
         leader = leader.astype(np.int32)
         leader_epoch = leader_epoch.astype(np.int32)
-        epoch = self.epoch
-        writes = self.writes
-        cut_of: dict[tuple, tuple] = {}
-        for tp, lead, le, members, v, x in zip(tps, leader.tolist(), leader_epoch.tolist(), isr.tolist(),
-                                               stored.tolist(), expected.tolist()):
-            key = tuple(members)
-            cut = cut_of.get(key)
-            if cut is None:
-                cut = cut_of[key] = _cut(members)
-            writes[tp] = C.PartitionWrite(tp, _new(LeaderIsr, (lead, le, cut, epoch, v)), x)
-        return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr,
-                "controller_epoch": np.full(len(rows), epoch, np.int32), "zk_version": stored}
+        epochs = np.full(len(rows), self.epoch, np.int32)
+        if len(rows):
+            self.bulk_writes = PartitionWrites(list(tps), leader, leader_epoch, isr, epochs, stored, expected)
+        return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr, "controller_epoch": epochs,
+                "zk_version": stored}
+
+    @property
+    def has_writes(self) -> bool:
+        return bool(self.writes) or self.bulk_writes is not None
+
+    def _spill(self) -> None:
+        """A write after `write_rows` in the same step: the columns become `PartitionWrite`s
+        (in their order, first), so that the new write can merge with one of them."""
+        bulk, self.bulk_writes = self.bulk_writes, None
+        self.writes = dict(zip(bulk.tps, bulk.writes())) | self.writes
 
     # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
 
@@ -481,10 +492,10 @@ class Draft:
         log = self._log_command()
         if log is not None:
             commands.append(log)
-        outbox = self._outbox(parked=bool(self.writes))
+        outbox = self._outbox(parked=self.has_writes)
         pending = self.pending
         next_write_id = self.next_write_id
-        if self.writes:
+        if self.has_writes:
             write_id = next_write_id
             next_write_id += 1
             commands.append(self._write_command(write_id))
@@ -506,7 +517,7 @@ class Draft:
             # the version the znode will have once this lands (an empty plan deletes it)
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
-        if not self.writes and outbox is not None:
+        if not self.has_writes and outbox is not None:
             commands.extend(emit_outbox(state, outbox, known=self._read, hints=self._hints(outbox)))
         return state, tuple(commands)
 
@@ -558,6 +569,8 @@ class Draft:
         )
 
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
+        if self.bulk_writes is not None:  # (only those: a later write spills them)
+            return C.WritePartitionStates(write_id=write_id, writes=self.bulk_writes)
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
 
     def _outbox(self, parked: bool = True) -> "Outbox | _Release | None":
@@ -568,7 +581,7 @@ class Draft:
         if self.um_everyone:
             self.um_brokers.update(self.brokers.keys())
         if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
-                or self.writes):
+                or self.has_writes):
             return None  # (a decision with writes always parks an outbox: its intents, for retries)
         lai = self.lai
         if not parked:

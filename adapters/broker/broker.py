@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import operator
 from collections import Counter
 from typing import Any, Awaitable, Callable
 
@@ -282,13 +283,19 @@ class Broker:
         # new generation was served until the next UpdateMetadata (the failover benchmark's
         # client saw 4,000 of 10,000 new leaders for minutes). So the generation moves last.
         cache = {} if replace else dict(self._meta_partitions)
-        for i, view in enumerate(views):
-            if i and not i % YIELD_EVERY:
+        for start in range(0, len(views), YIELD_EVERY):
+            if start:
                 await asyncio.sleep(0)
-            if view.leader == LEADER_DURING_DELETE:
-                cache.pop(view.tp, None)
-            else:
-                cache[view.tp] = view
+            part = views[start:start + YIELD_EVERY]
+            gone = [v.tp for v in part if v.leader == LEADER_DURING_DELETE]
+            if not gone:  # (the usual case: one C-level update for the slice)
+                cache.update(zip(map(_tp_of, part), part))
+                continue
+            for view in part:  # in order: a partition listed twice ends as its last view says
+                if view.leader == LEADER_DURING_DELETE:
+                    cache.pop(view.tp, None)
+                else:
+                    cache[view.tp] = view
         self._meta_partitions = cache
         self._meta_brokers = {b.broker_id: b for b in brokers}
         self.metadata_controller_id = controller_id
@@ -496,6 +503,8 @@ def _same_content(a: LeaderIsr, b: LeaderIsr) -> bool:
 
 YIELD_EVERY = 2000
 """Partitions of a request applied between two turns of the event loop."""
+
+_tp_of = operator.itemgetter(0)  # a PartitionView's partition (its first field)
 
 DECODE_IN_THREAD = 5000
 """Requests with more partition states than this are decoded in a worker thread (pure work;

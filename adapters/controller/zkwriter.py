@@ -19,6 +19,7 @@ from typing import Callable
 
 from controller_core import commands as C
 from controller_core import events as E
+from controller_core.partition_writes import PartitionWrites
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
 from adapters.zookeeper.session import Delete, Fenced, NoNode, SetData, TransactionFailed, ZkError
@@ -75,11 +76,17 @@ class ZkWriter:
         # and a tuple per write cost more than ZooKeeper took to write them (notes:
         # docs/notes/issue-17-zk-writes.md)
         writes = command.writes
-        tps = [w.tp for w in writes]
-        states = [w.leader_isr for w in writes]
-        expected = [w.expected_version for w in writes]
+        if isinstance(writes, PartitionWrites):  # a whole-cluster decision's: read from its columns
+            tps = list(writes.tps)
+            states = writes.state_rows()
+            expected = writes.expected.tolist()
+            predicted = writes.zk_version.tolist()
+        else:
+            tps = [w.tp for w in writes]
+            states = [w.leader_isr for w in writes]
+            expected = [w.expected_version for w in writes]
+            predicted = [li[4] for li in states]  # each state's zk_version: what it will be at once written
         paths = list(itertools.starmap(zkpaths.partition_state, tps))
-        predicted = [li[4] for li in states]  # each state's zk_version: what it will be at once written
         progress = None
         if len(writes) >= PROGRESS_MIN and self.pattern.progress:
             progress = _Progress(self, command.write_id, tps, predicted, len(writes) // PROGRESS_PARTS)

@@ -1,7 +1,8 @@
-"""The digest writes a large request's partitions from its columns (digest._views_text), never
-making the `PartitionView`s: the text must be the codec's, byte for byte, on any columns (topic
-names that JSON escapes, empty and full ISRs, leaders -1 and -2, numbers past the digit table,
-reassignments in flight, partitions sent as new), with either JSON writer the digest is given."""
+"""The digest writes a large request's partitions and a large write command's writes from their
+columns (digest._views_text, digest._writes_text), never making the `PartitionView`s or the
+`PartitionWrite`s: the text must be the codec's, byte for byte, on any columns (topic names that
+JSON escapes, empty and full ISRs, leaders -1 and -2, numbers past the digit table,
+reassignments in flight, partitions sent as new, creates), with either JSON writer."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,8 @@ from controller_core import codec
 from controller_core import commands as C
 from controller_core import digest as D
 from controller_core.partition_views import PartitionViews
-from controller_core.values import BrokerInfo, TopicPartition
+from controller_core.partition_writes import PartitionWrites
+from controller_core.values import BrokerInfo, LeaderIsr, TopicPartition
 
 from adapters.journal.canonical import canonical as orjson_canonical
 
@@ -102,3 +104,55 @@ def test_the_digest_checks_its_layout_on_a_probe_and_keeps_the_codecs_path_if_it
                        lambda cls, name: (lambda v: [[0]]) if name == "partitions" else codec._field_encoder(cls, name))
     assert not wrong.views_from_columns
 
+
+
+@st.composite
+def write_columns(draw, min_rows=0, max_rows=30):
+    """`PartitionWrites` columns as `Draft.write_rows` fills them (creates: expected -1)."""
+    n = draw(st.integers(min_rows, max_rows))
+    width = draw(st.integers(1, 4))
+    names = draw(st.lists(st.text(max_size=4), min_size=1, max_size=3))
+    tps = [TopicPartition(draw(st.sampled_from(names)), draw(INT32.filter(lambda v: v >= 0))) for _ in range(n)]
+    isr = np.full((n, width), -1, np.int32)
+    for i in range(n):
+        members = draw(st.lists(st.integers(0, 2**31 - 2), max_size=width, unique=True))
+        isr[i, :len(members)] = members
+
+    def ints():
+        return np.array([draw(INT32) for _ in range(n)], np.int32)
+
+    return PartitionWrites(tps, ints(), ints(), isr, ints(), ints(), ints())
+
+
+@settings(max_examples=150, deadline=None)
+@given(write_columns())
+def test_a_write_commands_text_written_from_the_columns_is_the_codecs(writes):
+    command = C.WritePartitionStates(write_id=3, writes=writes)
+    built = C.WritePartitionStates(write_id=3, writes=tuple(
+        C.PartitionWrite(tp, LeaderIsr(*row), x) for tp, row, x in zip(
+            writes.tps, zip(writes.leader.tolist(), writes.leader_epoch.tolist(),
+                            [tuple(r for r in row if r != -1) for row in writes.isr.tolist()],
+                            writes.controller_epoch.tolist(), writes.zk_version.tolist()),
+            writes.expected.tolist())))
+    for canonical in WRITERS:
+        digester = codec.digester(canonical)
+        assert digester.writes_from_columns
+        assert digester._write_states_text(command) == canonical(codec.encode_command(built))
+    assert command == built and built == command and hash(command) == hash(built)
+
+
+@settings(max_examples=10, deadline=None)
+@given(write_columns(min_rows=1, max_rows=4), st.integers(600, 1200))
+def test_a_large_write_commands_digest_is_the_reference_and_makes_no_write_value(few, rows):
+    take = np.arange(rows) % len(few)
+
+    def big():
+        return PartitionWrites([few.tps[k] for k in take.tolist()], few.leader[take], few.leader_epoch[take],
+                               few.isr[take], few.controller_epoch[take], few.zk_version[take], few.expected[take])
+
+    log = C.LogStateChanges(cause="x", entries=())
+    reference = codec.reference_digest([log, C.WritePartitionStates(write_id=1, writes=big())])
+    for canonical in WRITERS:
+        writes = big()
+        assert codec.digester(canonical).digest([log, C.WritePartitionStates(write_id=1, writes=writes)]) == reference
+        assert writes._writes is None  # written from the columns

@@ -1,0 +1,81 @@
+"""The state-znode writes of a whole-cluster decision, as columns (issue 17).
+
+A 100,000-partition broker failure writes some 60,000 state znodes. The decision computes them
+as columns (the new leader, leader epoch and ISR of each written row); making a `PartitionWrite`
+and a `LeaderIsr` per partition out of them cost more than the decision itself, and the
+ZooKeeper writer then took every one apart again to encode the znodes. `Draft.write_rows` now
+keeps the columns in a `PartitionWrites`, which `WritePartitionStates.writes` carries:
+
+- the ZooKeeper writer reads the columns (`tps`, `expected`, `zk_version`, `state_rows()`);
+- the digest of the decision writes the command's text from the columns (controller_core/
+  digest.py);
+- everything else (the codec, the in-memory shell, the replay's history, tests) sees a sequence
+  of `PartitionWrite` values equal to the tuple `Draft.write_change` would have built: made on
+  first use and kept. `==` and `hash` are that tuple's, so a command holding a `PartitionWrites`
+  equals the same command holding the tuple.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from .commands import PartitionWrite
+from .partition_views import _row_tuples
+from .values import LeaderIsr, TopicPartition
+
+_leader_isr = partial(tuple.__new__, LeaderIsr)  # a LeaderIsr (a NamedTuple) from a plain tuple
+
+
+class PartitionWrites(Sequence):
+    """Write i: `tps[i]` gets the state (`leader[i]`, `leader_epoch[i]`, the ISR in row i of the
+    left-packed `isr` matrix padded with -1, `controller_epoch[i]`, `zk_version[i]`: the version
+    it will have once written), conditional on the znode being at `expected[i]` (-1: create)."""
+
+    __slots__ = ("tps", "leader", "leader_epoch", "isr", "controller_epoch", "zk_version", "expected", "_writes")
+
+    def __init__(self, tps: list[TopicPartition], leader: np.ndarray, leader_epoch: np.ndarray, isr: np.ndarray,
+                 controller_epoch: np.ndarray, zk_version: np.ndarray, expected: np.ndarray):
+        self.tps = tps
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
+        self.expected = expected
+        self._writes: tuple[PartitionWrite, ...] | None = None
+
+    def state_rows(self) -> list[LeaderIsr]:
+        """Each write's state, as `PartitionWrite.leader_isr` holds it (equal ISRs shared)."""
+        return list(map(_leader_isr, zip(self.leader.tolist(), self.leader_epoch.tolist(), _row_tuples(self.isr),
+                                         self.controller_epoch.tolist(), self.zk_version.tolist())))
+
+    def writes(self) -> tuple[PartitionWrite, ...]:
+        """The writes as `PartitionWrite` values (built once)."""
+        writes = self._writes
+        if writes is None:
+            writes = self._writes = tuple(map(PartitionWrite, self.tps, self.state_rows(), self.expected.tolist()))
+        return writes
+
+    def __len__(self) -> int:
+        return len(self.tps)
+
+    def __iter__(self):
+        return iter(self.writes())
+
+    def __getitem__(self, i):
+        return self.writes()[i]
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, (PartitionWrites, tuple, list)):
+            return self.writes() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.writes())
+
+    def __repr__(self) -> str:
+        return f"PartitionWrites({self.writes()!r})"
