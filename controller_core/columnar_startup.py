@@ -11,9 +11,10 @@ and one column write.
 
 The common case only: no replica concerned is New (New -> Online may repair an assignment and
 sends nothing); otherwise None, with the draft untouched, and the caller walks the rule. A
-replica whose state may not go Online (a deleted replica of a topic being deleted) is refused as
-the rule refuses it: logged as an illegal transition, left as it is, sent nothing. Replicas of topics queued for deletion move as the
-others do (the rule has no exception for them); the caller resumes their deletion afterwards.
+replica whose state may not go Online (a deleted replica of a topic being deleted) is refused
+as the rule refuses it: logged as an illegal transition, left as it is, sent nothing. Replicas
+of topics queued for deletion move as the others do (the rule has no exception for them); the
+caller resumes their deletion afterwards.
 tests/core/test_columnar_startup.py checks `step()` gives the same state and commands both ways.
 """
 from __future__ import annotations

@@ -121,3 +121,43 @@ def test_partitions_left_offline_and_refusals_re_read_are_decided_over_the_colum
                   for t, li in states.items())
     assert re_read == any(type(c).__name__ == "ReadPartitionStates" for c in firsts[0])
 
+
+
+def test_a_bounce_writes_the_failures_columns_then_merges_the_startups_election_into_them():
+    """Broker 1 re-registers (a new epoch): a failure and a startup in one step. The failure,
+    over the columns, keeps its writes as columns (t-0 loses its only replica and its leader,
+    t-1 elects broker 2, t-2 shrinks); the startup then elects t-0 again, a scalar write of a
+    partition the columns already write: they become `PartitionWrite`s first and the two
+    changes merge into one write expecting the znode's version, as the rules alone write it."""
+    from controller_core.partition_writes import PartitionWrites
+    topics = {"t": [[1], [1, 2], [2, 1]]}
+    states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(1, 4, (1, 2), 1, 7),
+              tp("t", 2): LeaderIsr(2, 4, (2, 1), 1, 7)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
+    bounce = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=999), broker(2)))
+    fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure", lambda: step(state, bounce))
+    assert taken == [True]
+    assert_same(fast, slow)
+    [write] = [c for c in fast[1] if type(c).__name__ == "WritePartitionStates"]
+    assert not isinstance(write.writes, PartitionWrites)  # spilled by the startup's write
+    by_tp = {w.tp: w for w in write.writes}
+    assert [w.tp for w in write.writes] == [tp("t", 1), tp("t", 0), tp("t", 2)]  # elected first, as the rule
+    assert by_tp[tp("t", 0)].expected_version == 7 and by_tp[tp("t", 0)].leader_isr.leader == 1
+
+
+def test_a_failure_alone_hands_its_writes_to_the_command_as_columns():
+    from controller_core.partition_writes import PartitionWrites
+    topics = {"t": [[1, 2], [2, 1]]}
+    states = {tp("t", 0): LeaderIsr(1, 4, (1, 2), 1, 7), tp("t", 1): LeaderIsr(2, 4, (2, 1), 1, 3)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
+    fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure",
+                                   lambda: step(state, E.BrokersChanged(at=AT, brokers=(broker(2),))))
+    assert taken == [True]
+    [write] = [c for c in fast[1] if type(c).__name__ == "WritePartitionStates"]
+    assert isinstance(write.writes, PartitionWrites) and write.writes._writes is None  # (before any comparison)
+    assert_same(fast, slow)
+    assert write == [c for c in slow[1] if type(c).__name__ == "WritePartitionStates"][0]
+    assert [(w.tp, w.leader_isr.leader, w.leader_isr.isr, w.expected_version) for w in write.writes] == [
+        (tp("t", 0), 2, (2,), 7), (tp("t", 1), 2, (2,), 3)]
