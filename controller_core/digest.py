@@ -17,7 +17,13 @@ their text is mostly the same broker list repeated in every command and in every
   made once per *set of broker objects* across decisions, and the other tuples are encoded by
   the codec (which is told to skip the broker list);
 - any other decision is encoded by the codec (which encodes a shared tuple once, as one list
-  object) and each command's dict is written in key order with a list met twice serialised once.
+  object) and each command's dict is written in key order with a list met twice serialised once;
+  its broker requests are written as above;
+- a whole-cluster decision's columns are written as they are: a request's partitions held as
+  a `PartitionViews` and a write command's writes held as a `PartitionWrites`, from 512 rows
+  on, become their text as a byte matrix, one row per partition (`_matrix_text`), never as
+  values; a probe checks at construction that this gives the codec's text, else the codec's
+  path is taken.
 
 The broker-list cache is keyed by the identities of the `BrokerInfo` objects and holds them, so
 an id in it cannot be reused by another object while the entry lives; the objects are frozen, so
