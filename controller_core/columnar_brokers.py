@@ -22,8 +22,8 @@ their dead replicas fail the deletion (`deletion.fail_replica_deletion`, the rul
 after the columns are written). Anything else (a New partition, an Offline one whose leader is
 live, a partition without a state or written by a newer controller, a replica whose state may
 not go Offline) returns False before touching the draft, and the caller runs the scalar path:
-the exceptions stay where the readable rules are. tests/core/test_columnar_brokers.py checks on random clusters that `step()`
-gives the same state and commands with and without this path.
+the exceptions stay where the readable rules are. tests/core/test_columnar_brokers.py checks on
+random clusters that `step()` gives the same state and commands with and without this path.
 """
 from __future__ import annotations
 
@@ -197,7 +197,8 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     new_rstate[dead_replica[t_rows]] = _R_OFFLINE
     # the partition states that move: elected Offline ones go Online, refused Online ones Offline
     moved = np.concatenate((elect_rows, refused_rows)).astype(np.intp)
-    new_pstate = np.concatenate((np.full(len(elect_rows), _ONLINE, np.int8), np.full(len(refused_rows), _OFFLINE, np.int8)))
+    new_pstate = np.concatenate((np.full(len(elect_rows), _ONLINE, np.int8),
+                                 np.full(len(refused_rows), _OFFLINE, np.int8)))
     d.replace_image(image.with_columns((w_rows, written_columns), (t_rows, {"rstate": new_rstate}),
                                        (moved, {"pstate": new_pstate.astype(pstate.dtype)})))
 

@@ -21,8 +21,8 @@ Partitions of topics queued for deletion are told their state in (a), as the wal
 and left out of (b) and (c), as the walk leaves them out (their deletion resumes afterwards).
 Anything else (a partition without a state, a state written by a newer controller, an ISR member
 that is not assigned, a partition the columns cannot hold) returns False before touching the
-draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()` gives
-the same state and commands with and without this path.
+draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on
+random clusters that `step()` gives the same state and commands with and without this path.
 """
 from __future__ import annotations
 
