@@ -287,8 +287,7 @@ class Broker:
             if start:
                 await asyncio.sleep(0)
             part = views[start:start + YIELD_EVERY]
-            gone = [v.tp for v in part if v.leader == LEADER_DURING_DELETE]
-            if not gone:  # (the usual case: one C-level update for the slice)
+            if not any(v.leader == LEADER_DURING_DELETE for v in part):  # (usual: one C-level update)
                 cache.update(zip(map(_tp_of, part), part))
                 continue
             for view in part:  # in order: a partition listed twice ends as its last view says
