@@ -58,7 +58,6 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     rstate = image.column("rstate")
     if (rstate[rows][on[rows]] == _R_NEW).any():
         return None  # New -> Online may repair an assignment: the rule
-    legal = np.isin(rstate, _ONLINE_FROM)  # (others are refused: "illegal transition")
     code_ok = dict.fromkeys(range(len(REPLICA_STATES)), False) | dict.fromkeys(_ONLINE_FROM.tolist(), True)
 
     # the rule's order: (partition, replica) pairs sorted
@@ -102,6 +101,6 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
             for tp in r_tps:
                 d.record(REPLICA_STATES[code], _ONLINE, tp, r, ok=False, detail="illegal transition")
     new_rstate = rstate[rows].copy()
-    new_rstate[on[rows] & legal[rows]] = _R_ONLINE
+    new_rstate[on[rows] & np.isin(new_rstate, _ONLINE_FROM)] = _R_ONLINE  # (others refused: left)
     d.replace_image(image.with_columns((rows, {"rstate": new_rstate})))
     return tps

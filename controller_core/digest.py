@@ -128,9 +128,7 @@ def _views_text(views: PartitionViews, canonical: Canonical) -> str | None:
     head = _tp_heads(views.tps, canonical)
     if head is None:
         return None
-    pieces = [head, b",", _digits(views.leader), b",", _digits(views.leader_epoch), b",",
-              _lists_matrix(views.isr), b",", _digits(views.controller_epoch), b",",
-              _digits(views.zk_version), b",", _lists_matrix(views.replicas)]
+    pieces = [head, b",", *_leader_isr_pieces(views), b",", _lists_matrix(views.replicas)]
     # the rows whose last three fields are not all at their defaults carry them
     flagged = np.zeros(n, bool)
     if views.adding is not None:
@@ -166,9 +164,14 @@ def _writes_text(writes: PartitionWrites, canonical: Canonical) -> str | None:
     head = _tp_heads(writes.tps, canonical)
     if head is None:
         return None
-    return _matrix_text(n, [head, b",[", _digits(writes.leader), b",", _digits(writes.leader_epoch), b",",
-                            _lists_matrix(writes.isr), b",", _digits(writes.controller_epoch), b",",
-                            _digits(writes.zk_version), b"],", _digits(writes.expected), b"]"])
+    return _matrix_text(n, [head, b",[", *_leader_isr_pieces(writes), b"],", _digits(writes.expected), b"]"])
+
+
+def _leader_isr_pieces(rows) -> list:
+    """`leader,leader_epoch,[isr],controller_epoch,zk_version` of each row (see `_matrix_text`):
+    the fields a `PartitionView` and a `LeaderIsr` write in the same order."""
+    return [_digits(rows.leader), b",", _digits(rows.leader_epoch), b",", _lists_matrix(rows.isr), b",",
+            _digits(rows.controller_epoch), b",", _digits(rows.zk_version)]
 
 
 def _tp_heads(tps, canonical: Canonical) -> np.ndarray | None:

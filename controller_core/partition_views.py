@@ -25,7 +25,42 @@ from .values import LEADER_DURING_DELETE, PartitionView, TopicPartition
 _new = tuple.__new__
 
 
-class PartitionViews(Sequence):
+class ColumnRows(Sequence):
+    """Columns read as the sequence of values they stand for (`_values()`: made on first use,
+    then kept): a `PartitionViews`, a `PartitionWrites` (partition_writes.py). Its length is
+    that of `tps`; `==` and `hash` are those of the tuple of values, so a command holding one
+    equals the same command holding the tuple."""
+
+    __slots__ = ()
+    tps: Sequence
+
+    def _values(self) -> tuple:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.tps)
+
+    def __iter__(self):
+        return iter(self._values())
+
+    def __getitem__(self, i):
+        return self._values()[i]
+
+    def __eq__(self, other) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, (ColumnRows, tuple, list)):
+            return self._values() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._values()!r})"
+
+
+class PartitionViews(ColumnRows):
     """Columns of partition states, one row per partition of `tps` (see the module docstring).
     `isr` and `replicas` are left-packed matrices padded with -1; `adding` and `removing`, when
     not None, are masks over `replicas`' positions; `is_new`, when not None, a mask over rows."""
@@ -77,27 +112,7 @@ class PartitionViews(Sequence):
                                     self.controller_epoch.tolist(), self.zk_version.tolist(), reps, adding, removing,
                                     new)))
 
-    def __len__(self) -> int:
-        return len(self.tps)
-
-    def __iter__(self):
-        return iter(self.views())
-
-    def __getitem__(self, i):
-        return self.views()[i]
-
-    def __eq__(self, other) -> bool:
-        if other is self:
-            return True
-        if isinstance(other, (PartitionViews, tuple, list)):
-            return self.views() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.views())
-
-    def __repr__(self) -> str:
-        return f"PartitionViews({self.views()!r})"
+    _values = views
 
 
 def _view(values: tuple) -> PartitionView:

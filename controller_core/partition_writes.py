@@ -10,25 +10,23 @@ keeps the columns in a `PartitionWrites`, which `WritePartitionStates.writes` ca
 - the digest of the decision writes the command's text from the columns (controller_core/
   digest.py);
 - everything else (the codec, the in-memory shell, the replay's history, tests) sees a sequence
-  of `PartitionWrite` values equal to the tuple `Draft.write_change` would have built: made on
-  first use and kept. `==` and `hash` are that tuple's, so a command holding a `PartitionWrites`
-  equals the same command holding the tuple.
+  of `PartitionWrite` values equal to the tuple `Draft.write_change` would have built, made on
+  first use and kept (`partition_views.ColumnRows`, as a `PartitionViews`).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
 
 import numpy as np
 
 from .commands import PartitionWrite
-from .partition_views import _row_tuples
+from .partition_views import ColumnRows, _row_tuples
 from .values import LeaderIsr, TopicPartition
 
 _leader_isr = partial(tuple.__new__, LeaderIsr)  # a LeaderIsr (a NamedTuple) from a plain tuple
 
 
-class PartitionWrites(Sequence):
+class PartitionWrites(ColumnRows):
     """Write i: `tps[i]` gets the state (`leader[i]`, `leader_epoch[i]`, the ISR in row i of the
     left-packed `isr` matrix padded with -1, `controller_epoch[i]`, `zk_version[i]`: the version
     it will have once written), conditional on the znode being at `expected[i]` (-1: create)."""
@@ -58,24 +56,4 @@ class PartitionWrites(Sequence):
             writes = self._writes = tuple(map(PartitionWrite, self.tps, self.state_rows(), self.expected.tolist()))
         return writes
 
-    def __len__(self) -> int:
-        return len(self.tps)
-
-    def __iter__(self):
-        return iter(self.writes())
-
-    def __getitem__(self, i):
-        return self.writes()[i]
-
-    def __eq__(self, other) -> bool:
-        if other is self:
-            return True
-        if isinstance(other, (PartitionWrites, tuple, list)):
-            return self.writes() == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.writes())
-
-    def __repr__(self) -> str:
-        return f"PartitionWrites({self.writes()!r})"
+    _values = writes
