@@ -25,6 +25,7 @@ import attrs
 import immutables
 
 from .codec_errors import CodecError, _bad, _build_failed, _missing, _unknown
+from .pmap import FrozenDict
 from .codec_tables import (
     VERSIONS,
     _COLUMNAR_FIELDS,
@@ -38,6 +39,7 @@ from .codec_tables import (
 )
 
 _MISSING = object()
+_MAP_TYPES = (immutables.Map, FrozenDict)  # map fields: persistent, or built whole and only read
 _NONE = type(None)
 _EXACT_NAMES = {int: "int", str: "str", bool: "bool", _NONE: "null"}
 _CLASS_NAMES = {int: "_int", str: "_str", bool: "_bool", _NONE: "_NONE"}  # as named in generated code
@@ -99,6 +101,7 @@ class _Compiler:
             "_intern": sys.intern,
             "_canon": _canon_key,
             "_Map": immutables.Map,
+            "_FrozenDict": FrozenDict,
             "_tnew": tuple.__new__,
             "_id": id,
             "_repr": repr,
@@ -368,7 +371,9 @@ class _Compiler:
         inner = self._var_tuple(item)
         return _Node(enc=enc, dec=lambda s: f"_frozenset({inner.dec(s)})", label=label)
 
-    def _map(self, key: _Node, value: _Node, label: str) -> _Node:
+    def _map(self, key: _Node, value: _Node, label: str, frozen_dict: bool = False) -> _Node:
+        """A map: `immutables.Map`, or with `frozen_dict` a `FrozenDict` (pmap.py)."""
+        make = "_FrozenDict" if frozen_dict else "_Map"
         fn_e = self.fresh("_emap")
         fn_d = self.fresh("_dmap")
         if key.exact == frozenset({str}):
@@ -381,7 +386,7 @@ class _Compiler:
                 f"    if x.__class__ is not _dict:\n"
                 f"        _bad(x, {'an object ' + label!r})\n"
                 f"    try:\n"
-                f"        return _Map({{{key.dec('k')}: {value.dec('v')} for k, v in x.items()}})\n"
+                f"        return {make}({{{key.dec('k')}: {value.dec('v')} for k, v in x.items()}})\n"
                 f"    except CodecError:\n"
                 f"        for k, v in x.items():\n"
                 f"            try:\n"
@@ -404,7 +409,7 @@ class _Compiler:
                 f"    if x.__class__ is not _list:\n"
                 f"        _bad(x, {'a list of [key, value] pairs ' + label!r})\n"
                 f"    try:\n"
-                f"        m = _Map([({key.dec('k')}, {value.dec('v')}) for k, v in x])\n"
+                f"        m = {make}([({key.dec('k')}, {value.dec('v')}) for k, v in x])\n"
                 f"    except (CodecError, TypeError, ValueError):\n"
                 f"        for n, item in _enumerate(x):\n"
                 f"            try:\n"
@@ -452,12 +457,13 @@ class _Compiler:
                     raise TypeError(f"codec: {cls.__name__}.{f.name} is not an __init__ argument")
                 where = f"{cls.__name__}.{f.name}"
                 hint = hints[f.name]
-                if hint is immutables.Map or typing.get_origin(hint) is immutables.Map:
+                if hint in _MAP_TYPES or typing.get_origin(hint) in _MAP_TYPES:
                     kv = typing.get_args(hint) or _MAP_FIELDS.get((cls, f.name))
                     if not kv:
                         raise TypeError(f"codec: no key/value types for the map field {where} (add it to _MAP_FIELDS)")
                     k, v = (self.node(t, where) for t in kv)
-                    node = self._map(k, v, f"{{{k.label}: {v.label}}}")
+                    node = self._map(k, v, f"{{{k.label}: {v.label}}}",
+                                     frozen_dict=FrozenDict in (hint, typing.get_origin(hint)))
                     if (cls, f.name) in _COLUMNAR_FIELDS:
                         node = self._columnar(node, *_COLUMNAR_FIELDS[(cls, f.name)])
                 else:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import commands as C
 from .columns import PAD
-from .partition_views import ImageRows
+from .partition_views import ImageRows, remember_rows
 from .partition_writes import PartitionWrites
 from .machines import (
     PartitionState,
@@ -32,7 +32,7 @@ from .machines import (
     partition_transition_ok,
     replica_transition_ok,
 )
-from .pmap import EMPTY, PMap, pmap
+from .pmap import NO_ENTRIES, FrozenDict, PMap
 from .state import ControllerState, PartitionInfo, config_value
 from .values import (
     LEADER_DURING_DELETE,
@@ -71,7 +71,7 @@ class Outbox:
     stop_replica: tuple[tuple[int, bool, tuple[TopicPartition, ...]], ...] = ()
     shutdown_replies: tuple[tuple[int, int], ...] = ()
     election_replies: tuple[tuple[int, tuple[tuple[TopicPartition, str | None], ...]], ...] = ()
-    intents: PMap = EMPTY  # PMap[TopicPartition, tuple[tuple[str | int, ...], ...]]
+    intents: FrozenDict = NO_ENTRIES  # {TopicPartition: (intent, ...)}: built whole, only read
     cause: str = ""
     broker_epochs: tuple[tuple[int, int], ...] = ()
     released: frozenset[TopicPartition] = frozenset()
@@ -517,25 +517,32 @@ class Draft:
             # the version the znode will have once this lands (an empty plan deletes it)
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
-        if not self.has_writes and outbox is not None:
-            commands.extend(emit_outbox(state, outbox, known=self._read, hints=self._hints(outbox)))
+        if outbox is not None:
+            noted = self._noted_rows(outbox)
+            if not self.has_writes:
+                commands.extend(emit_outbox(state, outbox, known=self._read,
+                                            hints={id(tps): rows for tps, rows in noted}))
+            else:  # released in parts once the writes land: their rows kept for each part
+                index = state.partitions.index
+                for tps, rows in noted:
+                    remember_rows(tps, index, rows)
         return state, tuple(commands)
 
-    def _hints(self, outbox: Outbox) -> dict:
-        """`id(partitions of a request) -> rows` for the batches `row_hints` noted, each still
+    def _noted_rows(self, outbox: Outbox) -> list[tuple[tuple, np.ndarray]]:
+        """`(partitions of a request, their rows)` for the batches `row_hints` noted, each still
         as it was noted (a batch only grows: an unchanged length is an unchanged batch)."""
         if not self.row_hints:
-            return {}
-        hints = {}
+            return []
+        out = []
         noted = {id(container): rows for container, rows in self.row_hints if len(container) == len(rows)}
         for b, tps, _ in outbox.leader_and_isr:
             rows = noted.get(id(self.lai.get(b)))
             if rows is not None:
-                hints[id(tps)] = rows
+                out.append((tps, rows))
         rows = noted.get(id(self.um_tps))
         if rows is not None and outbox.um_partitions is not ALL:
-            hints[id(outbox.um_partitions)] = rows
-        return hints
+            out.append((outbox.um_partitions, rows))
+        return out
 
     def snapshot_state(self) -> ControllerState:
         """The working copy as a state value, without finishing the draft."""
@@ -598,7 +605,7 @@ class Draft:
             stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),
-            intents=pmap(self.intents) if parked else EMPTY,
+            intents=FrozenDict(self.intents) if parked else NO_ENTRIES,
             cause=self.cause,
             broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())) if parked else (),
         )

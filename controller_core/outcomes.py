@@ -8,6 +8,9 @@ write is in flight (see `step.py`), the state a retry starts from is exactly Zoo
 """
 from __future__ import annotations
 
+from itertools import repeat
+from operator import itemgetter
+
 import attrs
 import numpy as np
 
@@ -18,6 +21,8 @@ from .draft import ALL, Draft, emit_outbox
 from .events import PartitionStatesWritten
 from .machines import PartitionState, ReplicaState
 from .state import ControllerState, PartitionInfo
+
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[ControllerState, tuple]:
@@ -78,12 +83,15 @@ def _landed_versions(d: Draft, versions) -> None:
                 d.put(tp, PartitionInfo(info.assignment, info.leader_isr.with_version(version), info.state,
                                         info.replica_states))
         return
-    index = image.index
-    pairs = [(row, version) for tp, version in versions if (row := index.get(tp)) is not None]
-    if not pairs:
+    get = image.index.get
+    found = list(map(get, map(_first, versions), repeat(-1)))
+    rows = np.fromiter(found, np.intp, len(found))
+    new = np.fromiter(map(_second, versions), np.int64, len(found))
+    known = rows >= 0
+    if not known.all():
+        rows, new = rows[known], new[known]
+    if not len(rows):
         return
-    rows = np.array([r for r, _ in pairs], np.intp)
-    new = np.array([v for _, v in pairs], np.int64)
     chunk = rows >> _SHIFT
     slot = rows & _MASK
     keep = np.zeros(len(rows), bool)
@@ -99,7 +107,11 @@ def _landed_versions(d: Draft, versions) -> None:
 def _progress(state: ControllerState, event: PartitionStatesWritten, outbox) -> tuple[ControllerState, tuple]:
     """Part of a large write has landed: its partitions' requests go out now (their cached
     state is what ZooKeeper holds); the write stays pending for the rest and for conflicts."""
-    landed = frozenset(tp for tp in event.landed if tp in outbox.intents and tp not in outbox.released)
+    # (set operations in C: a 100,000-partition write reports 25,000 landed at a time)
+    landed = outbox.intents.keys() & event.landed
+    if outbox.released:
+        landed -= outbox.released
+    landed = frozenset(landed)
     if not landed:
         return state, ()
     commands = emit_outbox(state, outbox, only=landed)

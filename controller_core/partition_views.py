@@ -15,7 +15,7 @@ from the partition image into a `PartitionViews`: the columns, aligned with the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 
 import numpy as np
 
@@ -163,9 +163,39 @@ def _row_tuples(matrix: np.ndarray) -> list[tuple]:
     return list(map(made.__getitem__, inverse.tolist()))
 
 
-_BY_IDENTITY = 1024
-"""Requests of at least this many partitions (and a quarter of the image) find their rows by
-identity (`ImageRows._rows_by_identity`)."""
+_REMEMBERED = 1024
+"""The rows of requests of at least this many partitions are kept for later releases
+(`remember_rows`)."""
+
+_REQUEST_ROWS: dict[int, tuple] = {}
+_REQUEST_ROWS_CAP = 64
+
+
+def remember_rows(tps: tuple, index, rows: np.ndarray) -> None:
+    """Keep the rows of a large request's partitions for the next releases of the same parked
+    decision. A write of 100,000 partitions is released in four parts (three progress reports
+    and the final outcome, outcomes.py), each over the very same request tuples; finding their
+    rows again each time was half of every release. The rows are valid for any image holding
+    the same row index: an index is immutable, a row id never changes once given, and an image
+    that gains partitions gets a new index (then the rows are found again, not trusted).
+
+    Keyed by the tuple's identity, holding the tuple and the index, so no id is reused while the
+    entry lives. (Entries are only added or dropped whole, as draft.py's `_LIVE`: threads may
+    share the memo, a race costs a recomputation.)"""
+    if tps.__class__ is not tuple or len(tps) < _REMEMBERED:
+        return
+    if len(_REQUEST_ROWS) >= _REQUEST_ROWS_CAP:
+        _REQUEST_ROWS.clear()
+    rows = rows.view()
+    rows.flags.writeable = False  # (shared by the releases: nobody writes into it)
+    _REQUEST_ROWS[id(tps)] = (tps, index, rows)
+
+
+def _recalled_rows(tps, index) -> np.ndarray | None:
+    hit = _REQUEST_ROWS.get(id(tps))
+    if hit is not None and hit[0] is tps and hit[1] is index:
+        return hit[2]
+    return None
 
 
 class ImageRows:
@@ -177,8 +207,6 @@ class ImageRows:
         # (Draft.finish: a whole-cluster decision's requests): no lookup at all
         self.hints = hints if hints is not None else {}
         self._columns: dict[str, np.ndarray] = {}
-        self._keys: list | None = None
-        self._ids: tuple[np.ndarray, np.ndarray] | None = None
 
     def column(self, name: str) -> np.ndarray:
         a = self._columns.get(name)
@@ -187,16 +215,22 @@ class ImageRows:
         return a
 
     def rows_of(self, tps) -> np.ndarray:
-        """The row id of each partition of `tps`, -1 for one the image does not know. A request
-        of a good share of the image (a new controller's batch sends every partition in
-        UpdateMetadata and a third of them to each broker) is matched by identity (below);
-        others are looked up in the index, one C-level lookup each."""
+        """The row id of each partition of `tps`, -1 for one the image does not know: noted by
+        the decision, kept from an earlier release of the same request (`remember_rows`), or
+        looked up in the index, one C-level lookup each. (Matching the partitions by object
+        identity against a sorted array of the rows' ids was tried; since the index's dict is
+        read directly, the lookups cost 0.6x of it.)"""
         rows = self.hints.get(id(tps))
         if rows is not None and len(rows) == len(tps):
             return rows
-        if len(tps) >= _BY_IDENTITY and 4 * len(tps) >= self.image.size:
-            return self._rows_by_identity(tps)
-        return self._looked_up(tps)
+        if len(tps) < _REMEMBERED:
+            return self._looked_up(tps)
+        index = self.image.index
+        rows = _recalled_rows(tps, index)
+        if rows is None:
+            rows = self._looked_up(tps)
+            remember_rows(tps, index, rows)
+        return rows
 
     def every_partition(self) -> list[TopicPartition]:
         """Every partition of the image, sorted (UpdateMetadata of all partitions), its rows
@@ -220,29 +254,6 @@ class ImageRows:
         except TypeError:  # (None: added since the load, or not in the image)
             get = index.get
             return np.fromiter((get(tp, -1) if r is None else r for tp, r in zip(tps, found)), np.intp, len(found))
-
-    def _rows_by_identity(self, tps) -> np.ndarray:
-        """Rows found by the partitions' object identity: the requests' partitions are, as a rule,
-        the very `TopicPartition` objects the image keeps for its rows (a decision takes them from
-        the image), so `id()` over a sorted array of the rows' ids finds them without hashing a
-        tuple each. `_keys` holds every row's object, so no id is reused while this is alive; a
-        partition given as another (equal) object is looked up in the index."""
-        if self._ids is None:
-            keys = list(chain.from_iterable(self.image.tp_chunks))  # row order: the index's rows
-            ids = np.fromiter(map(id, keys), np.uintp, len(keys))
-            order = np.argsort(ids)
-            self._keys = keys
-            self._ids = (ids[order], order.astype(np.intp))
-        sorted_ids, order = self._ids
-        if not len(sorted_ids):
-            return self._looked_up(tps)
-        want = np.fromiter(map(id, tps), np.uintp, len(tps))
-        pos = np.minimum(np.searchsorted(sorted_ids, want), len(sorted_ids) - 1)
-        rows = order[pos]
-        miss = np.flatnonzero(sorted_ids[pos] != want)
-        if len(miss):
-            rows[miss] = self._looked_up([tps[k] for k in miss.tolist()])
-        return rows
 
     def mask_of(self, tps) -> np.ndarray:
         """A mask over the image's rows: the rows of `tps` (partitions it does not know left out)."""

@@ -43,6 +43,7 @@ from controller_core.codec import (
 )
 from controller_core.machines import PartitionState, ReplicaState
 from controller_core.columns import PartitionImage
+from controller_core.pmap import FrozenDict
 from controller_core.state import ControllerConfig, ControllerState, PartitionInfo, TopicInfo
 from controller_core.values import BrokerInfo, LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition
 
@@ -104,9 +105,9 @@ def _strategy(hint) -> st.SearchStrategy:
         kwargs = {}
         for f in attrs.fields(hint):
             field_hint = hints[f.name]
-            if field_hint is immutables.Map:
+            if field_hint in (immutables.Map, FrozenDict):
                 key, value = MAP_TYPES[hint, f.name]
-                kwargs[f.alias] = st.dictionaries(strategy(key), strategy(value), max_size=SMALL).map(immutables.Map)
+                kwargs[f.alias] = st.dictionaries(strategy(key), strategy(value), max_size=SMALL).map(field_hint)
             else:
                 kwargs[f.alias] = strategy(field_hint)
         return st.builds(hint, **kwargs)
@@ -147,7 +148,7 @@ def _reachable_classes(roots) -> set[type]:
     seen: set[type] = set()
 
     def walk(hint, owner=None, name=None):
-        if hint is immutables.Map:
+        if hint in (immutables.Map, FrozenDict):
             for part in MAP_TYPES[owner, name]:
                 walk(part)
             return
@@ -216,6 +217,8 @@ def test_state_round_trip(state):
     for cls, name in MAP_TYPES:
         if cls is ControllerState:
             assert type(getattr(decoded, name)) is (PartitionImage if name == "partitions" else immutables.Map)
+    for outbox in decoded.pending.values():
+        assert type(outbox.intents) is FrozenDict
     assert type(decoded.shutting_down) is frozenset
 
 

@@ -279,7 +279,8 @@ def test_a_loaded_images_row_index_grows_without_touching_the_images_before():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1100, 3000), st.integers(0, 2**32))
-def test_rows_found_by_identity_are_the_rows_the_index_gives(n, seed):
+def test_a_large_request_s_rows_are_the_index_s_and_kept_only_for_that_index(n, seed):
+    from controller_core import partition_views
     from controller_core.partition_views import ImageRows
 
     rng = random.Random(seed)
@@ -295,15 +296,26 @@ def test_rows_found_by_identity_are_the_rows_the_index_gives(n, seed):
             tps.append(TopicPartition("unknown", k))
         else:
             tps.append(keys[k])
-    rows = ImageRows(image)
-    assert 4 * len(tps) >= image.size  # (the identity path)
-    assert rows.rows_of(tps).tolist() == rows._looked_up(tps).tolist() \
-        == [image.index.get(tp, -1) for tp in tps]
+    tps = tuple(tps)
+    expected = [image.index.get(tp, -1) for tp in tps]
+    assert ImageRows(image).rows_of(tps).tolist() == expected
+    # kept for the next release over the same index ...
+    kept = partition_views._recalled_rows(tps, image.index)
+    assert kept is not None and kept.tolist() == expected and not kept.flags.writeable
+    assert ImageRows(image).rows_of(tps) is kept
+    # ... not for an equal tuple (another object), nor for an image that gained a partition
+    # (another index: found again there, and kept for that index)
+    assert partition_views._recalled_rows(tuple(list(tps)), image.index) is None
+    grown = image.set(TopicPartition("zz-new", 0), image[keys[0]])
+    assert grown.index is not image.index
+    assert partition_views._recalled_rows(tps, grown.index) is None
+    assert ImageRows(grown).rows_of(tps).tolist() == expected
+    assert partition_views._recalled_rows(tps, grown.index) is not None
     # a hint is used as given when its length fits, else ignored
     hinted = ImageRows(image, {id(tps): np.arange(len(tps))})
     assert hinted.rows_of(tps).tolist() == list(range(len(tps)))
     stale = ImageRows(image, {id(tps): np.arange(len(tps) - 1)})
-    assert stale.rows_of(tps).tolist() == rows._looked_up(tps).tolist()
+    assert stale.rows_of(tps).tolist() == expected
 
 
 def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypatch):
@@ -321,8 +333,8 @@ def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypat
     event = E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap)
     hinted = step(initial_state(config), event)
     used = []
-    real = draft.Draft._hints
-    monkeypatch.setattr(draft.Draft, "_hints", lambda self, outbox: used.append(real(self, outbox)) or {})
+    real = draft.Draft._noted_rows
+    monkeypatch.setattr(draft.Draft, "_noted_rows", lambda self, outbox: used.append(real(self, outbox)) or [])
     plain = step(initial_state(config), event)
     assert used and len(used[0]) == 5  # four LeaderAndIsr and the UpdateMetadata had their rows
     assert_same(hinted, plain)

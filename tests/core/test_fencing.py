@@ -124,6 +124,45 @@ def test_a_large_write_sends_the_requests_of_what_landed_while_the_rest_is_writt
     assert of_type(final, C.WritePartitionStates)  # t-2 re-decided on the fresh state
 
 
+def test_a_large_write_released_in_parts_sends_the_same_requests_with_its_rows_kept_or_found_again(monkeypatch):
+    """The rows of a parked decision's requests are kept for its later releases
+    (partition_views.remember_rows): the requests are the same as when each release finds them
+    in the index again, including a part with a conflict in the final outcome."""
+    from controller_core import partition_views
+
+    topics = {f"t{t}": [[1, 2, 3], [1, 3, 2], [1, 3, 4]] * 150 for t in range(3)}  # 1,350 led by 1
+    given = elected(brokers=(1, 2, 3, 4), topics=topics)[0]
+
+    def released():
+        state, commands = step(given, brokers_changed(2, 3, 4))
+        (write,) = of_type(commands, C.WritePartitionStates)
+        tps = [w.tp for w in write.writes]
+        out = []
+        for part in (tps[:400], tps[400:800], tps[800:1200]):
+            state, sent = step(state, E.PartitionStatesWritten(at=AT, write_id=write.write_id, landed=tuple(part),
+                                                                final=False))
+            out.append(sent)
+        conflict = tps[-1]
+        state, sent = step(state, E.PartitionStatesWritten(
+            at=AT, write_id=write.write_id, conflicts=((conflict, LeaderIsr(2, 9, (2, 3), 1, 7)),)))
+        out.append(sent)
+        return state, out
+
+    recalled = []
+    real = partition_views._recalled_rows
+    monkeypatch.setattr(partition_views, "_recalled_rows",
+                        lambda tps, index: recalled.append(real(tps, index) is not None) or real(tps, index))
+    kept_state, kept = released()
+    assert all(of_type(sent, C.SendLeaderAndIsr) for sent in kept)
+    # the requests of 1,024 partitions or more (broker 3's LeaderAndIsr, the UpdateMetadata) are
+    # found in the first part and recalled in each of the three later ones
+    assert sum(recalled) == 2 * 3
+    monkeypatch.setattr(partition_views, "_REMEMBERED", 10**9)  # nothing kept, nothing recalled
+    partition_views._REQUEST_ROWS.clear()
+    again_state, again = released()
+    assert kept == again and kept_state == again_state
+
+
 def test_a_deletion_whose_state_write_conflicts_still_removes_every_partition_from_the_brokers_caches():
     """Found by the chaos soak (seed 1): two partitions of a deleted topic stayed in four brokers'
     metadata caches, because their leader wrote an ISR change while the controller wrote the
