@@ -28,6 +28,7 @@ random clusters that `step()` gives the same state and commands with and without
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import compress
 from typing import Collection
 
 import numpy as np
@@ -158,8 +159,10 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     if e_tps or t_tps:
         d.um_everyone = True
         if not d.um_all:
-            d.um_tps.update(dict.fromkeys(e_tps))
-            d.um_tps.update(dict.fromkeys(t_tps))
+            # the elected partitions, then the touched ones not elected: distinct, no hashing
+            told = ~is_elected[t_rows]
+            d.um_tps.extend(e_tps + list(compress(t_tps, told.tolist())), distinct=True,
+                            rows=np.concatenate((e_rows, t_rows[told])))
     stop = d.stop
     for r, tps in stops.items():
         per = stop.get((r, False))

@@ -35,6 +35,7 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
+from .partition_batch import PartitionBatch
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 
 ENABLED = True
@@ -145,20 +146,17 @@ def start_machines(d: Draft) -> bool:
                 lai_extra[b].append(tp)
             lkey = (codes[j], r)
             offline_log[lkey].append(tp)
-    lai = d.lai
+    lai = d.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
     for _, b, hit in sorted(firsts, key=lambda f: f[0]):
-        lai[b] = dict.fromkeys(compress(tps, hit.tolist()), False)
-        d.row_hints.append((lai[b], rows[hit]))
+        lai[b] = PartitionBatch()
+        lai[b].extend(list(compress(tps, hit.tolist())), distinct=True, rows=rows[hit])
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
-        lai[b] = dict.fromkeys(sent, False)
+        lai[b] = PartitionBatch()
+        lai[b].extend(sent)  # (a partition with two other dead replicas lists b twice)
     if tps:
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
         if not d.um_all:
-            if not d.um_tps:  # (the batch's first: built whole, its rows noted)
-                d.um_tps = dict.fromkeys(tps)
-                d.row_hints.append((d.um_tps, rows))
-            else:
-                d.um_tps.update(dict.fromkeys(tps))
+            d.um_tps.extend(tps, distinct=True, rows=rows)
     for r, sent in stops.items():
         d.stop[(r, False)] = dict.fromkeys(sent)
     target = ReplicaState.OFFLINE

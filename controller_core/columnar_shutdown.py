@@ -37,6 +37,7 @@ import numpy as np
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
+from .partition_batch import PartitionBatch
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 from .partitions import CONTROLLED_SHUTDOWN, refusal
 
@@ -132,11 +133,11 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     f_tps = [tps[k] for k in fol.tolist()]
     sent = np.concatenate((V.member(l_reps, everyone), (f_reps != PAD) & ~at))
     for b, sent_tps in _by_broker(l_tps + f_tps, np.concatenate((l_reps, f_reps)), sent):
-        d.lai[b] = dict.fromkeys(sent_tps, False)
+        d.lai[b] = PartitionBatch()  # (the draft's batch is empty: checked above)
+        d.lai[b].extend(sent_tps, distinct=True)  # (a broker leads or follows a partition, not both)
     if l_tps or f_tps:
         d.um_everyone = True  # (a refused election sends nothing)
-        d.um_tps.update(dict.fromkeys(l_tps))
-        d.um_tps.update(dict.fromkeys(f_tps))
+        d.um_tps.extend(l_tps + f_tps, distinct=True)
     if f_tps:
         d.stop[(broker_id, False)] = dict.fromkeys(f_tps)
         distinct, first = np.unique(codes, return_index=True)

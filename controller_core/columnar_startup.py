@@ -89,11 +89,11 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
         if sent:
             told.append(tp)
 
-    d.add_leader_and_isr(lai_lists)
+    d.add_leader_and_isr(lai_lists, distinct=True)  # (each partition once per replica)
     if lai_lists:
         d.um_everyone = True
         if not d.um_all:
-            d.um_tps.update(dict.fromkeys(told))
+            d.um_tps.extend(told, distinct=True)
     for (code, r, ok), r_tps in log.items():
         if ok:
             d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)

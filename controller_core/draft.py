@@ -16,7 +16,7 @@ Two rules of the asynchronous shell live here:
 """
 from __future__ import annotations
 
-from itertools import chain, compress
+from itertools import chain
 from typing import Iterable, Mapping, NamedTuple
 
 import attrs
@@ -24,6 +24,7 @@ import numpy as np
 
 from . import commands as C
 from .columns import PAD
+from .partition_batch import PartitionBatch
 from .partition_views import ImageRows, remember_rows
 from .partition_writes import PartitionWrites
 from .machines import (
@@ -147,16 +148,13 @@ class Draft:
         # a whole-cluster decision's writes as columns (write_rows), before any other write
         self.bulk_writes: PartitionWrites | None = None
         self.intents: dict[TopicPartition, tuple] = {}
-        self.lai: dict[int, dict[TopicPartition, bool]] = {}
+        self.lai: dict[int, PartitionBatch] = {}  # (a batch filled whole may know its rows)
         self.um_brokers: set[int] = set()
         self.um_everyone = False  # UpdateMetadata to every live-or-shutting-down broker
         self.um_all = False
-        self.um_tps: dict[TopicPartition, None] = {}
+        self.um_tps = PartitionBatch()
         self.stop: dict[tuple[int, bool], dict[TopicPartition, None]] = {}
         self.commands: list = []
-        # (a batch's container, the rows of its partitions) noted by a whole-cluster decision
-        # that filled it: its requests are gathered without looking the partitions up
-        self.row_hints: list[tuple[dict, np.ndarray]] = []
         self.rejections: dict[str, list[str]] = {}
         self.log: dict[tuple, list[TopicPartition]] = {}
         self.immediate: list = []  # commands that must precede this decision's writes
@@ -422,37 +420,27 @@ class Draft:
         """LeaderAndIsr for `tp` to `brokers`, plus UpdateMetadata of `tp` to every broker,
         as Kafka's addLeaderAndIsrRequestForBrokers does."""
         lai = self.lai
-        if is_new:
-            for b in brokers:
-                per = lai.get(b)
-                if per is None:
-                    lai[b] = {tp: True}
-                else:
-                    per[tp] = True
-        else:
-            for b in brokers:
-                per = lai.get(b)
-                if per is None:
-                    lai[b] = {tp: False}
-                elif tp not in per:
-                    per[tp] = False
+        for b in brokers:
+            per = lai.get(b)
+            if per is None:
+                per = lai[b] = PartitionBatch()
+            per.add(tp, is_new)
         self.um_everyone = True
         if not self.um_all:
-            self.um_tps[tp] = None
+            self.um_tps.add(tp)
 
-    def add_leader_and_isr(self, per_broker: Mapping[int, list]) -> None:
+    def add_leader_and_isr(self, per_broker: Mapping[int, list], distinct: bool = False) -> None:
         """LeaderAndIsr (not new) of many partitions per broker, in each list's order: the batch
         `send_leader_and_isr` would build, broker by broker, for the whole-cluster decisions
-        over the columns. Their UpdateMetadata is the caller's (`um_tps`, in its own order)."""
+        over the columns (`distinct`: no list names a partition twice, see
+        `PartitionBatch.extend`). Their UpdateMetadata is the caller's (`um_tps`, in its own
+        order)."""
         lai = self.lai
         for b, tps in per_broker.items():
             per = lai.get(b)
             if per is None:
-                lai[b] = dict.fromkeys(tps, False)
-            else:
-                for tp in tps:
-                    if tp not in per:
-                        per[tp] = False
+                per = lai[b] = PartitionBatch()
+            per.extend(tps, distinct)
 
     def send_update_metadata(self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None) -> None:
         """UpdateMetadata of `tps` (ALL: every partition with a leader) to `brokers`."""
@@ -469,7 +457,7 @@ class Draft:
         if tps is ALL:
             self.um_all = True
         elif not self.um_all:
-            self.um_tps.update(dict.fromkeys(tps))
+            self.um_tps.extend(tps)
 
     def send_stop_replica(self, broker: int, tp: TopicPartition, delete: bool) -> None:
         key = (broker, delete)
@@ -529,17 +517,14 @@ class Draft:
         return state, tuple(commands)
 
     def _noted_rows(self, outbox: Outbox) -> list[tuple[tuple, np.ndarray]]:
-        """`(partitions of a request, their rows)` for the batches `row_hints` noted, each still
-        as it was noted (a batch only grows: an unchanged length is an unchanged batch)."""
-        if not self.row_hints:
-            return []
+        """`(partitions of a request, their rows)` for the batches a whole-cluster decision
+        filled whole with their rows (`PartitionBatch.rows`): gathered without a lookup."""
         out = []
-        noted = {id(container): rows for container, rows in self.row_hints if len(container) == len(rows)}
-        for b, tps, _ in outbox.leader_and_isr:
-            rows = noted.get(id(self.lai.get(b)))
+        for (b, tps, _), per in zip(outbox.leader_and_isr, self.lai.values()):
+            rows = per.rows()
             if rows is not None:
                 out.append((tps, rows))
-        rows = noted.get(id(self.um_tps))
+        rows = self.um_tps.rows()
         if rows is not None and outbox.um_partitions is not ALL:
             out.append((outbox.um_partitions, rows))
         return out
@@ -593,15 +578,15 @@ class Draft:
         lai = self.lai
         if not parked:
             return _new(_Release, (
-                tuple((b, tuple(per), frozenset(compress(per, per.values()))) for b, per in lai.items()) if lai else (),
-                frozenset(self.um_brokers), ALL if self.um_all else tuple(self.um_tps),
+                tuple((b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
+                frozenset(self.um_brokers), ALL if self.um_all else self.um_tps.tps(),
                 tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
                 tuple(self.shutdown_replies), tuple(self.election_replies), ()))
         return Outbox(
             leader_and_isr=tuple(
-                (b, tuple(per), frozenset(compress(per, per.values()))) for b, per in lai.items()) if lai else (),
+                (b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
             um_brokers=frozenset(self.um_brokers),
-            um_partitions=ALL if self.um_all else tuple(self.um_tps),
+            um_partitions=ALL if self.um_all else self.um_tps.tps(),
             stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),

@@ -1,0 +1,101 @@
+"""The partitions one request of a decision's batch carries, in the order they were added.
+
+A `Draft` collects, for each broker, the partitions of its LeaderAndIsr (each with the `is_new`
+flag Kafka's addLeaderAndIsrRequestForBrokers gives a replica that is being created), and the
+partitions of the decision's UpdateMetadata. A partition added twice is sent once, at its first
+place; `is_new` once set stays set. A dict `tp -> is_new` says all that, and the scalar rules add
+one partition at a time to it.
+
+A whole-cluster decision over the columns (columnar_*.py) adds each broker's partitions at once,
+already distinct: a new controller tells each of five brokers about 60,000 of 100,000
+partitions. Hashing every one of them into a dict (and reading the flags back for the request)
+was a quarter of that decision, for nothing: no partition is added twice there. So a batch
+keeps such a block as the list it was given (`extend(..., distinct=True)`, with the rows of the
+image the caller found them at, when it knows them), and only a later addition that may repeat
+one of its partitions makes the set of members, once.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+
+class PartitionBatch:
+    """Distinct partitions in the order of their first addition, each new or not (see the
+    module docstring). Filled by the `Draft` and the columnar decisions, read once by
+    `Draft._outbox` (`tps()`, `new()`) when the decision is finished."""
+
+    __slots__ = ("_block", "_rows", "_more", "_members", "_new")
+
+    def __init__(self) -> None:
+        self._block: list = []  # partitions given whole and distinct, before anything else
+        self._rows: np.ndarray | None = None  # their rows in the image, when the caller knew them
+        self._more: dict | None = None  # later additions `tp -> None`, in order
+        self._members: set | None = None  # every partition, made on the first later addition
+        self._new: set | None = None
+
+    def __len__(self) -> int:
+        return len(self._block) + (len(self._more) if self._more else 0)
+
+    def __bool__(self) -> bool:
+        return bool(self._block) or bool(self._more)
+
+    def _membership(self) -> set:
+        members = self._members
+        if members is None:
+            members = self._members = set(self._block)
+            self._more = {}
+        return members
+
+    def add(self, tp, is_new: bool = False) -> None:
+        """One partition (the scalar rules' way)."""
+        if self._block:
+            members = self._membership()
+            if tp not in members:
+                members.add(tp)
+                self._more[tp] = None
+        elif self._more is None:
+            self._more = {tp: None}
+        elif tp not in self._more:
+            self._more[tp] = None
+        if is_new:
+            if self._new is None:
+                self._new = {tp}
+            else:
+                self._new.add(tp)
+
+    def extend(self, tps: Iterable, distinct: bool = False, rows: np.ndarray | None = None) -> None:
+        """Many partitions, none new. `distinct=True`: the caller guarantees that `tps` lists no
+        partition twice (distinct rows of the image), and may give `rows`, the image rows they
+        were found at; into an empty batch they then go as they are, without hashing one."""
+        if distinct and not self:
+            self._block = tps if isinstance(tps, list) else list(tps)
+            self._rows = rows if rows is not None and len(rows) == len(self._block) else None
+            return
+        if self._block:
+            members = self._membership()
+            more = self._more
+            for tp in tps:
+                if tp not in members:
+                    members.add(tp)
+                    more[tp] = None
+        elif self._more is None:
+            self._more = dict.fromkeys(tps)
+        else:
+            self._more.update(dict.fromkeys(tps))
+
+    def tps(self) -> tuple:
+        """The partitions, in the order of their first addition."""
+        if not self._more:
+            return tuple(self._block)
+        return tuple(self._block) + tuple(self._more)
+
+    def new(self) -> frozenset:
+        """The partitions sent with `is_new`."""
+        return frozenset(self._new) if self._new else frozenset()
+
+    def rows(self) -> np.ndarray | None:
+        """The image rows of `tps()`, if the batch is one block whose rows the caller gave."""
+        return self._rows if not self._more else None
+

@@ -1,0 +1,49 @@
+"""PartitionBatch (partition_batch.py) fills a request's partitions as the dict `tp -> is_new` it
+replaces did: first additions in order, each partition once, `is_new` once set stays set; a
+block given whole and distinct is kept as given, with its rows while nothing follows it."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller_core.partition_batch import PartitionBatch
+from controller_core.values import TopicPartition
+
+TPS = [TopicPartition(t, p) for t in "ab" for p in range(4)]
+
+adds = st.tuples(st.just("add"), st.sampled_from(TPS), st.booleans())
+extends = st.tuples(st.just("extend"), st.lists(st.sampled_from(TPS), max_size=6), st.just(False))
+blocks = st.tuples(st.just("block"), st.lists(st.sampled_from(TPS), max_size=6, unique=True), st.just(False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(adds, extends, blocks), max_size=8))
+def test_the_same_partitions_order_and_flags_as_the_dict_it_replaces(ops):
+    batch, model = PartitionBatch(), {}
+    for kind, what, is_new in ops:
+        if kind == "add":
+            batch.add(what, is_new)
+            model[what] = model.get(what, False) or is_new
+        else:
+            rows = np.arange(len(what)) if kind == "block" else None
+            batch.extend(list(what), distinct=kind == "block", rows=rows)
+            for tp in what:
+                model.setdefault(tp, False)
+    assert batch.tps() == tuple(model)
+    assert batch.new() == frozenset(tp for tp, new in model.items() if new)
+    assert len(batch) == len(model) and bool(batch) == bool(model)
+
+
+def test_a_block_keeps_its_rows_until_something_else_is_added():
+    batch = PartitionBatch()
+    batch.extend(TPS[:3], distinct=True, rows=np.array([7, 8, 9]))
+    assert batch.rows().tolist() == [7, 8, 9] and batch.tps() == tuple(TPS[:3])
+    batch.add(TPS[1], is_new=True)  # already there: no new partition, the rows still hold
+    assert batch.rows().tolist() == [7, 8, 9] and batch.new() == {TPS[1]}
+    batch.add(TPS[5])
+    assert batch.rows() is None and batch.tps() == tuple(TPS[:3]) + (TPS[5],)
+
+
+def test_rows_that_do_not_fit_the_block_are_not_kept():
+    batch = PartitionBatch()
+    batch.extend(TPS[:3], distinct=True, rows=np.array([1, 2]))
+    assert batch.rows() is None
