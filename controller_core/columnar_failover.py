@@ -5,23 +5,25 @@ walk every partition: (a) each replica on a live broker is told its partition's 
 (LeaderAndIsr); (b) each replica on a dead broker is stopped, goes Offline and leaves the ISR (a
 dead leader leaves its partition leaderless), and the partition's other replicas are told; a
 predecessor's half-done reassignment is repaired; (c) Offline partitions (their leader is not
-live) go through the offline election. This module makes the same decision for the common case,
-a controller taking over a cluster whose partitions all have a state, whether or not some
-brokers died with the old controller:
+live) go through the offline election, and New ones (no state znode: a predecessor died between
+a topic's creation and its first election) are initialized. This module makes the same decision
+for the common case, whether or not some brokers died with the old controller:
 
 - the ISR shrinks and the elections are array operations over the partitions' rows, in the
   walk's order (sorted partitions; within one, the dead replicas in broker order), each change
   bumping the leader epoch once, as `Draft.write_change` does;
 - an election without a live ISR member is unclean where the topic allows it, and otherwise
   refused as the walk refuses it (the partition stays Offline);
+- a New partition's first live replica leads, its live replicas form the ISR, and its state
+  znode is created; its replicas learn it as new ones (LeaderAndIsr `is_new`); without a live
+  replica it stays New;
 - the request batch, the state-change log and the writes are filled in the order the walk fills
   them, from the columns, so the commands and their digest are the same.
 
 Partitions of topics queued for deletion are told their state in (a), as the walk tells them,
 and left out of (b) and (c), as the walk leaves them out (their deletion resumes afterwards).
-Anything else (a partition without a state, a state written by a newer controller, an ISR member
-that is not assigned, a partition the columns cannot hold) returns False before touching the
-draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on
+Anything else (a state written by a newer controller, an ISR member that is not assigned, a
+partition the columns cannot hold) returns False before touching the draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on
 random clusters that `step()` gives the same state and commands with and without this path.
 """
 from __future__ import annotations
@@ -37,14 +39,16 @@ from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
 from .partition_batch import PartitionBatch
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True
 """Tests switch this off to compare with the walk of `failover.on_elected`."""
 
-_ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
+_ONLINE, _OFFLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.NEW]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
 _OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
+_INIT = ("init",)
 
 
 def start_machines(d: Draft) -> bool:
@@ -60,8 +64,9 @@ def start_machines(d: Draft) -> bool:
     present = image.column("present")
     rows = np.flatnonzero(present)
     pstate = image.column("pstate")[rows]
-    if not image.column("has_state")[rows].all() or ((pstate != _ONLINE) & (pstate != _OFFLINE)).any():
-        return False  # New partitions: their first election is the walk's
+    has = image.column("has_state")[rows]
+    if (has & (pstate != _ONLINE) & (pstate != _OFFLINE)).any() or (~has & (pstate != _NEW)).any():
+        return False
     # the partitions of topics queued for deletion: told their state, nothing more
     kept = ~image.topic_mask(d.topics_to_delete)[rows] if d.topics_to_delete else np.ones(len(rows), bool)
     if (image.column("controller_epoch")[rows][kept] > epoch).any():
@@ -79,8 +84,8 @@ def start_machines(d: Draft) -> bool:
     if not image.in_order:  # rows in partition order: no sort
         order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
         tps = [tps[k] for k in order.tolist()]
-        rows, pstate, replicas, isr, dead_at, kept = (rows[order], pstate[order], replicas[order], isr[order],
-                                                     dead_at[order], kept[order])
+        rows, pstate, has, replicas, isr, dead_at, kept = (rows[order], pstate[order], has[order], replicas[order],
+                                                          isr[order], dead_at[order], kept[order])
     n = len(rows)
 
     # -- the new columns: each dead replica leaves the ISR (sorted broker order within a
@@ -114,6 +119,18 @@ def start_machines(d: Draft) -> bool:
     written[elect] = True
     for k in elect.tolist():
         intents[k].append(_ELECT)
+    # New partitions (no state znode) are initialized: the first live replica leads, the live
+    # replicas form the ISR, at the initial leader epoch; the znode is created
+    fresh = np.flatnonzero(~has & kept)
+    live_at = V.member(replicas[fresh], live)
+    init_ok, init_leader = V.first(live_at, replicas[fresh])
+    inited = fresh[init_ok]
+    leader[inited] = init_leader[init_ok]
+    isr[inited] = V.pack(replicas[fresh], live_at)[init_ok]
+    leader_epoch[inited] = INITIAL_LEADER_EPOCH
+    written[inited] = True
+    for k in inited.tolist():
+        intents[k].append(_INIT)
 
     # -- the request batch, in the walk's order ---------------------------------------------------
     # (a) every partition's live replicas are told its state; (b) each dead replica is stopped,
@@ -122,8 +139,8 @@ def start_machines(d: Draft) -> bool:
     firsts = []
     for b in np.unique(replicas[replicas != PAD]).tolist():
         at = replicas == b
-        hit = at.any(axis=1)
-        if b in live:
+        hit = at.any(axis=1) & has  # (a partition without a state is told nothing in (a))
+        if b in live and hit.any():
             i = int(hit.argmax())
             firsts.append(((0, i, int(at[i].argmax())), b, hit))
     lai_extra: defaultdict[int, list] = defaultdict(list)
@@ -132,7 +149,9 @@ def start_machines(d: Draft) -> bool:
     rstate = image.column("rstate")[rows]
     dead_rows = np.flatnonzero(dead_at.any(axis=1))
     shapes: dict[tuple, tuple] = {}
-    for k, row, codes in zip(dead_rows.tolist(), replicas[dead_rows].tolist(), rstate[dead_rows].tolist()):
+    stateless = []  # partitions without a state that lose a replica: UpdateMetadata of each
+    for k, row, codes, with_state in zip(dead_rows.tolist(), replicas[dead_rows].tolist(),
+                                         rstate[dead_rows].tolist(), has[dead_rows].tolist()):
         tp = tps[k]
         key = tuple(row)
         plan = shapes.get(key)
@@ -142,10 +161,13 @@ def start_machines(d: Draft) -> bool:
                                        for r, j in sorted((r, j) for j, r in enumerate(reps) if r not in live))
         for r, j, dead_others in plan:
             stops[r].append(tp)
-            for b in dead_others:
-                lai_extra[b].append(tp)
+            if with_state:
+                for b in dead_others:
+                    lai_extra[b].append(tp)
             lkey = (codes[j], r)
             offline_log[lkey].append(tp)
+        if not with_state:
+            stateless.append(tp)
     lai = d.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
     for _, b, hit in sorted(firsts, key=lambda f: f[0]):
         lai[b] = PartitionBatch()
@@ -153,49 +175,72 @@ def start_machines(d: Draft) -> bool:
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
         lai[b] = PartitionBatch()
         lai[b].extend(sent)  # (a partition with two other dead replicas lists b twice)
-    if tps:
+    told = tps if has.all() else list(compress(tps, has.tolist()))
+    if told or stateless or len(inited):
         d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
+    if not d.um_all:
+        d.um_tps.extend(told, distinct=True, rows=rows if told is tps else rows[has])
+        d.um_tps.extend(stateless, distinct=True)
+    # (c)'s initialized partitions: LeaderAndIsr (new replicas) to their live replicas
+    for k, row in zip(inited.tolist(), isr[inited].tolist()):
+        tp = tps[k]
+        for b in _cut(row):
+            per = lai.get(b)
+            if per is None:
+                per = lai[b] = PartitionBatch()
+            per.add(tp, True)
         if not d.um_all:
-            d.um_tps.extend(tps, distinct=True, rows=rows)
+            d.um_tps.add(tp)
     for r, sent in stops.items():
         d.stop[(r, False)] = dict.fromkeys(sent)
     target = ReplicaState.OFFLINE
     for (code, r), logged in offline_log.items():
         d.record_many(REPLICA_STATES[code], target, logged, r)
-    if not ok.all() or unclean.any():
-        _log_elections(d, [tps[k] for k in tried.tolist()], ok, unclean, tried_isr)
+    if len(fresh) or not ok.all() or unclean.any():
+        _log_elections(d, tps, tried, ok, unclean, tried_isr, fresh, init_ok)
     elif len(elect):
         d.record_many(PartitionState.OFFLINE, PartitionState.ONLINE, [tps[k] for k in elect.tolist()])
 
     # -- the writes, in the order the walk makes them (shrinks, then elections) -----------------
     w = np.flatnonzero(written)
-    shrink_first = [k for k in w.tolist() if intents[k][0] != _ELECT]
-    elected_only = [k for k in elect.tolist() if intents[k][0] == _ELECT]
+    shrink_first = [k for k in w.tolist() if intents[k][0] != _ELECT and intents[k][0] != _INIT]
+    elected_only = [k for k in w.tolist() if intents[k][0] == _ELECT or intents[k][0] == _INIT]
     w_order = np.array(shrink_first + elected_only, np.intp)
     w_rows = rows[w_order]
     w_tps = [tps[k] for k in w_order.tolist()]
     d.intents.update(zip(w_tps, (tuple(intents[k]) for k in w_order.tolist())))
-    written_columns = d.write_rows(w_tps, w_rows, leader[w_order], leader_epoch[w_order], isr[w_order])
+    expected = None
+    if len(inited):  # (their znodes are created)
+        expected = image.column("zk_version")[w_rows]
+        expected[~has[w_order]] = NO_ZK_VERSION
+    written_columns = d.write_rows(w_tps, w_rows, leader[w_order], leader_epoch[w_order], isr[w_order], expected)
 
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate[dead_rows].copy()
     new_rstate[dead_at[dead_rows]] = _R_OFFLINE
+    online = np.concatenate((elect, inited)).astype(np.intp)
     d.replace_image(image.with_columns(
         (w_rows, written_columns),
-        (rows[elect], {"pstate": np.full(len(elect), _ONLINE, np.int8)}),
+        (rows[online], {"pstate": np.full(len(online), _ONLINE, np.int8), "has_state": np.ones(len(online), bool)}),
         (rows[dead_rows], {"rstate": new_rstate}),
     ))
     return True
 
 
-def _log_elections(d: Draft, tps: list, ok: np.ndarray, unclean: np.ndarray, isr: np.ndarray) -> None:
-    """The state-change log of the walk's elections of Offline partitions (`partitions.elect`,
-    in partition order) when some were refused or unclean: a refusal's line names the ISR, so
-    the groups interleave. (No re-read: a new controller's ISRs were just read from ZooKeeper,
-    and `on_elected` takes its refusals as final.)"""
-    offline, online = PartitionState.OFFLINE, PartitionState.ONLINE
-    for tp, won, alone, members in zip(tps, ok.tolist(), unclean.tolist(), isr.tolist()):
-        if won:
-            d.record(offline, online, tp, detail=P.UNCLEAN if alone else "")
-        else:
-            d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, _cut(members)))
+def _log_elections(d: Draft, tps: list, tried: np.ndarray, ok: np.ndarray, unclean: np.ndarray, isr: np.ndarray,
+                   fresh: np.ndarray, init_ok: np.ndarray) -> None:
+    """The state-change log of the walk's step 3 (`partitions.to_online` over the Offline and
+    New partitions, in partition order: `tried` and `fresh` index `tps`) when it is not one
+    group of clean elections: a refusal's line names the ISR, and elections, initializations
+    and refusals interleave in partition order. (No re-read: a new controller's ISRs were just
+    read from ZooKeeper, and `on_elected` takes its refusals as final.)"""
+    offline, new, online = PartitionState.OFFLINE, PartitionState.NEW, PartitionState.ONLINE
+    lines: dict[int, tuple] = {}
+    for k, won, alone, members in zip(tried.tolist(), ok.tolist(), unclean.tolist(), isr.tolist()):
+        lines[k] = (offline, True, P.UNCLEAN if alone else "") if won else \
+            (offline, False, P.refusal(P.OFFLINE, _cut(members)))
+    for k, won in zip(fresh.tolist(), init_ok.tolist()):
+        lines[k] = (new, True, "") if won else (new, False, P.NO_LIVE_REPLICA)
+    for k in sorted(lines):
+        before, won, detail = lines[k]
+        d.record(before, online, tps[k], ok=won, detail=detail)

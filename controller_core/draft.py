@@ -387,14 +387,15 @@ class Draft:
                                           info.replica_states)))
 
     def write_rows(self, tps: list, rows: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray,
-                   isr: np.ndarray) -> dict:
+                   isr: np.ndarray, expected: np.ndarray | None = None) -> dict:
         """`write_change` for many partitions at once, from columns aligned with `rows` (the
         image's row of each of `tps`, in write order): each write expects the version the image
-        holds and stores this controller's epoch. The whole-cluster decisions call it before
-        `replace_image`, with no other write of these partitions in the step; returns the
-        columns to write into the image for `rows`."""
+        holds (or `expected`, NO_ZK_VERSION for a znode to create) and stores this controller's
+        epoch. The whole-cluster decisions call it before `replace_image`, with no other write
+        of these partitions in the step; returns the columns to write into the image for `rows`."""
         assert not self.has_writes, "write_rows makes a decision's first writes"
-        expected = self._image.column("zk_version")[rows]
+        if expected is None:
+            expected = self._image.column("zk_version")[rows]
         stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
         leader = leader.astype(np.int32)
         leader_epoch = leader_epoch.astype(np.int32)

@@ -49,15 +49,18 @@ def to_online(d: Draft, tps: Iterable[TopicPartition], strategy: str = OFFLINE) 
     return results
 
 
+NO_LIVE_REPLICA = "no assigned replica is alive"
+"""Why a New partition is not initialized."""
+
+
 def initialize(d: Draft, tp: TopicPartition) -> str | None:
     """New -> Online: the first live replica leads, the live replicas form the ISR."""
     info = d.info(tp)
     live = d.live
     live_replicas = tuple(r for r in info.assignment.replicas if r in live)
     if not live_replicas:
-        reason = "no assigned replica is alive"
-        d.record(P.NEW, P.ONLINE, tp, ok=False, detail=reason)
-        return reason
+        d.record(P.NEW, P.ONLINE, tp, ok=False, detail=NO_LIVE_REPLICA)
+        return NO_LIVE_REPLICA
     li = LeaderIsr(live_replicas[0], INITIAL_LEADER_EPOCH, live_replicas, d.epoch, NO_ZK_VERSION)
     d.record(NEW, ONLINE, tp)
     d.write_leader_isr(tp, li, ("init",), info, ONLINE)

@@ -95,6 +95,40 @@ def test_refused_and_unclean_elections_are_final_at_a_start_over_the_columns_as_
             (d[:len("no eligible leader")] if not ok else d, ok) for d, ok in lines]
 
 
+@settings(max_examples=150, deadline=None)
+@given(healthy_clusters(), st.data())
+def test_partitions_without_a_state_are_initialized_over_the_columns_as_the_walk_initializes_them(cluster, data):
+    """A new controller finds topics whose state znodes were never written (a predecessor died
+    between the topic's creation and its first election): the walk initializes each (the first
+    live replica leads, the live replicas are the ISR, the znode created) in partition order
+    among the offline elections, or refuses it when no replica is alive. The columns decide the
+    same, with or without a topic queued for deletion."""
+    topics, states = cluster[:2]
+    dropped = data.draw(st.lists(st.sampled_from(sorted(states)), min_size=1, unique=True), "without a state")
+    states = {t: li for t, li in states.items() if t not in dropped}
+    to_delete = data.draw(st.lists(st.sampled_from(sorted(topics)), max_size=1, unique=True), "to_delete")
+    fast, slow, taken = both_ways((topics, states) + cluster[2:], 3, to_delete)
+    kept = {t: li for t, li in states.items() if t.topic not in to_delete}
+    assert taken == [not any(li.controller_epoch > 3 for li in kept.values())]
+    assert_same(fast, slow)
+    assert fast[0].partitions.keys() == slow[0].partitions.keys()
+
+
+def test_a_partition_without_a_state_and_no_live_replica_is_refused_as_the_walk_refuses_it():
+    topics = {"t0": [[1, 2], [5], [5, 2]]}  # t0-1: its only replica is dead
+    states = {tp("t0", 0): LeaderIsr(1, 0, (1, 2), 1, 0)}
+    fast, slow, taken = both_ways((topics, states, (), [1, 2, 5], [5], False))
+    assert taken == [True]
+    assert_same(fast, slow)
+    lines = [(e.from_state, e.partitions, e.ok, e.detail) for c in fast[1] if type(c).__name__ == "LogStateChanges"
+             for e in c.entries if e.to_state == "OnlinePartition"]
+    assert lines == [("NewPartition", (tp("t0", 1),), False, "no assigned replica is alive"),
+                     ("NewPartition", (tp("t0", 2),), True, "")]
+    write = next(c for c in fast[1] if type(c).__name__ == "WritePartitionStates")
+    created = {w.tp: w for w in write.writes if w.expected_version == -1}
+    assert set(created) == {tp("t0", 2)} and created[tp("t0", 2)].leader_isr == LeaderIsr(2, 0, (2,), 2, 0)
+
+
 @settings(max_examples=100, deadline=None)
 @given(clusters(), st.data())
 def test_any_cluster_gives_the_commands_of_the_walk_with_or_without_deletions(cluster, data):
