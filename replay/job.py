@@ -564,6 +564,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         folded.unpersist()
     if lines is not None:
         lines.unpersist()
+    # where the last stage's time goes, in three parts (summary.json, `stage_parts`)
+    parts = {"cluster history and tables written": time.perf_counter() - rest_started}
     timeline = read("partition_timeline", SCHEMAS["timeline"]).drop("date", "unit")
     elections = read("elections", SCHEMAS["election"]).drop("date", "unit")
     events = read("events", SCHEMAS["event"]).drop("date", "unit")
@@ -597,8 +599,10 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     from replay import audit
 
     audited_small = {"recovery": [], "offline": [], "offline_deltas": [], "leader_deltas": []}
+    audit_started = time.perf_counter()
     for kind, payload in audited.filter(F.col("kind") != "finding").collect():  # runs the audit tasks
         audited_small[kind].append(json.loads(payload))
+    parts["audit per partition"] = time.perf_counter() - audit_started
     recoveries = [(r["failure"], r["ms"]) for r in audited_small["recovery"]]
     failure_rows, recovery_summary = audit.recovery_stats(recoveries, cluster["failures"])
     small_tables = {"broker_intervals": cluster["broker_intervals"], "controller_terms": cluster["terms"],
@@ -640,7 +644,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                              "units_executed": len(executed), "units_reused": len(units) - len(executed),
                              "events_executed": sum(u["events"] for u in run_units),
                              "step_seconds_executed": sum(u["step_seconds"] for u in run_units)},
-             "wall_seconds": time.perf_counter() - started, "stage_seconds": marks,
+             "wall_seconds": time.perf_counter() - started, "stage_seconds": marks, "stage_parts": parts,
              "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary}
     passed = not any(s == "violation" and n for s, _, n in counts)
     manifest.runs.append({"at": int(time.time() * 1000), "segments": len(hashed), "segments_read": len(rescan),
@@ -650,6 +654,9 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                         failures=failure_rows, passed=passed, tables=TABLES,
                         shutdowns=[iv for iv in cluster["broker_intervals"] if iv["reason"] == "controlled shutdown"])
     marks["audit, tables and report"] = time.perf_counter() - rest_started
+    parts["rules, findings, measurements and report"] = (marks["audit, tables and report"]
+                                                         - parts["cluster history and tables written"]
+                                                         - parts["audit per partition"])
     stats["wall_seconds"] = time.perf_counter() - started
     (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
     if not quiet:
