@@ -23,8 +23,9 @@ for the common case, whether or not some brokers died with the old controller:
 Partitions of topics queued for deletion are told their state in (a), as the walk tells them,
 and left out of (b) and (c), as the walk leaves them out (their deletion resumes afterwards).
 Anything else (a state written by a newer controller, an ISR member that is not assigned, a
-partition the columns cannot hold) returns False before touching the draft, and the caller walks the partitions. tests/core/test_columnar_failover.py checks on
-random clusters that `step()` gives the same state and commands with and without this path.
+partition the columns cannot hold) returns False before touching the draft, and the caller walks
+the partitions. tests/core/test_columnar_failover.py checks on random clusters that `step()`
+gives the same state and commands with and without this path.
 """
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
-from .partition_batch import PartitionBatch
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .partition_batch import PartitionBatch
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True

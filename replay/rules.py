@@ -27,14 +27,17 @@ def _list(col) -> F.Column:
     return F.concat(F.lit("["), F.array_join(col, ", "), F.lit("]"))
 
 
-def _finding(rule: str, detail) -> list:
-    return [F.lit(rule).alias("rule"), F.lit("violation").alias("severity"), "journal", "file", "line", "seq", "time",
-            "topic", "partition", detail.alias("detail")]
+_WHERE = ("journal", "file", "line", "seq", "time", "topic", "partition")
 
 
 def timeline_rules(timeline: DataFrame) -> DataFrame:
     """Findings (the findings table's columns) of the rules `version-conflict`, `isr-empty`,
-    `leader-not-in-isr`, `isr-outside-assignment`, `leader-epoch` and `stale-controller-write`."""
+    `leader-not-in-isr`, `isr-outside-assignment`, `leader-epoch` and `stale-controller-write`.
+
+    One pass: every rule is a column of the same windowed rows, and a row's findings are
+    exploded from them. (Seven filtered copies of the windowed rows, one per rule, unioned,
+    made Spark sort and window the whole timeline once per rule: 100-127 s of a
+    1,000,000-event replay's 4.6 million rows on two cores.)"""
     ko = F.lit(9)
     for kind, k in reversed(_KIND_ORDER):
         ko = F.when(F.col("kind") == kind, F.lit(k)).otherwise(ko)
@@ -49,21 +52,15 @@ def timeline_rules(timeline: DataFrame) -> DataFrame:
     value = F.struct("leader", "leader_epoch", "isr", "controller_epoch")
     v = (live.withColumn("rn", F.row_number().over(by_version))
          .withColumn("first", F.first(F.struct("leader", "leader_epoch", "isr", "controller_epoch", "kind", "seq",
-                                               "journal")).over(by_version)))
-    conflicts = v.filter((F.col("rn") > 1) & ~value.eqNullSafe(F.struct(
-        F.col("first.leader"), F.col("first.leader_epoch"), F.col("first.isr"), F.col("first.controller_epoch")))) \
-        .select(*_finding("version-conflict", F.format_string(
-            "%s: leader %s epoch %s ISR %s, but %s at seq %s (%s) recorded leader %s epoch %s ISR %s for the same "
-            "version", what, F.col("leader"), F.col("leader_epoch"), _list(F.col("isr")), F.col("first.kind"),
-            F.col("first.seq"), F.col("first.journal"), F.col("first.leader"), F.col("first.leader_epoch"),
-            _list(F.col("first.isr")))))
-
-    in_order = Window.partitionBy(*_TP, "inc").orderBy("zk_version", "time", "ko", "seq")
+                                               "journal")).over(by_version))
+         .withColumn("dup", F.col("rn") > 1))
+    # the walk over the first row of each version, in version order; the later rows of a version
+    # (`dup`) are windowed apart, so that they do not disturb it, and only checked against the first
+    in_order = Window.partitionBy(*_TP, "inc", "dup").orderBy("zk_version", "time", "ko", "seq")
     before = in_order.rowsBetween(Window.unboundedPreceding, -1)
     upto = in_order.rowsBetween(Window.unboundedPreceding, 0)
     replicas = F.when(F.size("replicas") > 0, F.col("replicas"))
-    u = (v.filter(F.col("rn") == 1)
-         .withColumn("pos", F.row_number().over(in_order))
+    u = (v.withColumn("pos", F.row_number().over(in_order))
          .withColumn("prev", F.lag(F.struct("leader_epoch", "zk_version", "kind", "seq"), 1).over(in_order))
          .withColumn("writer", F.max(F.when(F.col("kind") == "write", F.struct(
              F.col("controller_epoch").alias("ce"), (-F.col("pos")).alias("np"), F.col("zk_version").alias("zk"))))
@@ -74,36 +71,44 @@ def timeline_rules(timeline: DataFrame) -> DataFrame:
          .withColumn("previous", F.coalesce(F.last(F.when(F.col("changed"), F.coalesce(
              F.col("current"), F.array().cast("array<int>"))), ignorenulls=True).over(upto),
              F.array().cast("array<int>"))))
+    dup, first = F.col("dup"), ~F.col("dup")
     isr_size = F.coalesce(F.size("isr"), F.lit(0))
     allowed = F.when(F.col("kind").isin("write", "elected"), F.col("replicas")) \
         .otherwise(F.array_union(F.col("previous"), F.col("replicas")))
-    out = [
-        conflicts,
-        u.filter(isr_size <= 0).select(*_finding("isr-empty", F.format_string("%s: the ISR is empty", what))),
-        u.filter((isr_size > 0) & (F.col("leader") != -1) & ~F.array_contains("isr", F.col("leader")))
-         .select(*_finding("leader-not-in-isr", F.format_string("%s: leader %s is not in the ISR %s", what,
-                                                                F.col("leader"), _list(F.col("isr"))))),
-        u.filter((F.size("replicas") > 0) & ~((F.col("leader") == -1) & (isr_size == 1))
-                 & F.exists("isr", lambda x: ~F.array_contains(allowed, x)))
-         .select(*_finding("isr-outside-assignment", F.format_string(
-             "%s: ISR %s is not within the assignment %s", what, _list(F.col("isr")), _list(F.col("replicas"))))),
-        u.filter(F.col("prev").isNotNull() & (F.col("kind") == "write")
-                 & (F.col("leader_epoch") <= F.col("prev.leader_epoch")))
-         .select(*_finding("leader-epoch", F.format_string(
-             "%s: leader epoch %s does not exceed %s of version %s (%s, seq %s)", what, F.col("leader_epoch"),
-             F.col("prev.leader_epoch"), F.col("prev.zk_version"), F.col("prev.kind"), F.col("prev.seq")))),
-        u.filter(F.col("prev").isNotNull() & (F.col("kind") != "write")
-                 & (F.col("leader_epoch") < F.col("prev.leader_epoch")))
-         .select(*_finding("leader-epoch", F.format_string(
-             "%s: leader epoch %s went back from %s of version %s (%s, seq %s)", what, F.col("leader_epoch"),
-             F.col("prev.leader_epoch"), F.col("prev.zk_version"), F.col("prev.kind"), F.col("prev.seq")))),
-        u.filter((F.col("kind") == "write") & F.col("writer").isNotNull()
-                 & (F.col("controller_epoch") < F.col("writer.ce")))
-         .select(*_finding("stale-controller-write", F.format_string(
-             "%s: accepted from controller epoch %s after epoch %s had written (version %s)", what,
-             F.col("controller_epoch"), F.col("writer.ce"), F.col("writer.zk")))),
+    checks = [
+        ("version-conflict", dup & ~value.eqNullSafe(F.struct(
+            F.col("first.leader"), F.col("first.leader_epoch"), F.col("first.isr"), F.col("first.controller_epoch"))),
+         F.format_string(
+             "%s: leader %s epoch %s ISR %s, but %s at seq %s (%s) recorded leader %s epoch %s ISR %s for the same "
+             "version", what, F.col("leader"), F.col("leader_epoch"), _list(F.col("isr")), F.col("first.kind"),
+             F.col("first.seq"), F.col("first.journal"), F.col("first.leader"), F.col("first.leader_epoch"),
+             _list(F.col("first.isr")))),
+        ("isr-empty", first & (isr_size <= 0), F.format_string("%s: the ISR is empty", what)),
+        ("leader-not-in-isr", first & (isr_size > 0) & (F.col("leader") != -1) & ~F.array_contains("isr", F.col("leader")),
+         F.format_string("%s: leader %s is not in the ISR %s", what, F.col("leader"), _list(F.col("isr")))),
+        ("isr-outside-assignment", first & (F.size("replicas") > 0) & ~((F.col("leader") == -1) & (isr_size == 1))
+         & F.exists("isr", lambda x: ~F.array_contains(allowed, x)),
+         F.format_string("%s: ISR %s is not within the assignment %s", what, _list(F.col("isr")),
+                         _list(F.col("replicas")))),
+        ("leader-epoch", first & F.col("prev").isNotNull() & (F.col("kind") == "write")
+         & (F.col("leader_epoch") <= F.col("prev.leader_epoch")),
+         F.format_string("%s: leader epoch %s does not exceed %s of version %s (%s, seq %s)", what,
+                         F.col("leader_epoch"), F.col("prev.leader_epoch"), F.col("prev.zk_version"),
+                         F.col("prev.kind"), F.col("prev.seq"))),
+        ("leader-epoch", first & F.col("prev").isNotNull() & (F.col("kind") != "write")
+         & (F.col("leader_epoch") < F.col("prev.leader_epoch")),
+         F.format_string("%s: leader epoch %s went back from %s of version %s (%s, seq %s)", what,
+                         F.col("leader_epoch"), F.col("prev.leader_epoch"), F.col("prev.zk_version"),
+                         F.col("prev.kind"), F.col("prev.seq"))),
+        ("stale-controller-write", first & (F.col("kind") == "write") & F.col("writer").isNotNull()
+         & (F.col("controller_epoch") < F.col("writer.ce")),
+         F.format_string("%s: accepted from controller epoch %s after epoch %s had written (version %s)", what,
+                         F.col("controller_epoch"), F.col("writer.ce"), F.col("writer.zk"))),
     ]
-    result = out[0]
-    for df in out[1:]:
-        result = result.unionByName(df)
-    return result
+    hits = F.filter(F.array(*[F.when(cond, F.struct(F.lit(rule).alias("rule"), detail.alias("detail")))
+                              for rule, cond, detail in checks]), lambda h: h.isNotNull())
+    return (u.select(*_WHERE, hits.alias("hits"))
+            .filter(F.size("hits") > 0)
+            .select(*_WHERE, F.explode("hits").alias("h"))
+            .select(F.col("h.rule").alias("rule"), F.lit("violation").alias("severity"), "journal", "file", "line",
+                    "seq", "time", "topic", "partition", F.col("h.detail").alias("detail")))
