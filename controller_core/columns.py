@@ -984,6 +984,19 @@ class PartitionImage:
     def row(self, tp: TopicPartition) -> int | None:
         return self.index.get(tp)
 
+    def rows_of(self, tps) -> np.ndarray:
+        """The row id of each partition of `tps` (a sequence), -1 for one the image does not
+        know: a release looks up every partition of its requests, a landed write its versions.
+        A `RowIndex`'s dict first, one C-level lookup each (its own `get` is a Python call once
+        rows were added since the load); the few misses then in the whole index."""
+        index = self.index
+        found = list(map(index.base.get if index.__class__ is RowIndex else index.get, tps))
+        try:
+            return np.fromiter(found, np.intp, len(found))
+        except TypeError:  # (None: added since the load, or not in the image)
+            get = index.get
+            return np.fromiter((get(tp, -1) if r is None else r for tp, r in zip(tps, found)), np.intp, len(found))
+
     def replica_states(self, tp: TopicPartition) -> list[tuple[int, ReplicaState]] | None:
         """`(replica, ReplicaState)` of each assigned replica of `tp` in assignment order
         (NonExistentReplica for one without a state), None if absent: what

@@ -8,7 +8,6 @@ write is in flight (see `step.py`), the state a retry starts from is exactly Zoo
 """
 from __future__ import annotations
 
-from itertools import repeat
 from operator import itemgetter
 
 import attrs
@@ -83,10 +82,8 @@ def _landed_versions(d: Draft, versions) -> None:
                 d.put(tp, PartitionInfo(info.assignment, info.leader_isr.with_version(version), info.state,
                                         info.replica_states))
         return
-    get = image.index.get
-    found = list(map(get, map(_first, versions), repeat(-1)))
-    rows = np.fromiter(found, np.intp, len(found))
-    new = np.fromiter(map(_second, versions), np.int64, len(found))
+    rows = image.rows_of(list(map(_first, versions)))
+    new = np.fromiter(map(_second, versions), np.int64, len(rows))
     known = rows >= 0
     if not known.all():
         rows, new = rows[known], new[known]

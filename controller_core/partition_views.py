@@ -245,15 +245,7 @@ class ImageRows:
         return tps
 
     def _looked_up(self, tps) -> np.ndarray:
-        index = self.image.index
-        # a RowIndex's dict first, one C-level lookup each (its own `get` is a Python call once
-        # rows were added since the load); the few misses then in the whole index
-        found = list(map(getattr(index, "base", index).get, tps))
-        try:
-            return np.fromiter(found, np.intp, len(found))
-        except TypeError:  # (None: added since the load, or not in the image)
-            get = index.get
-            return np.fromiter((get(tp, -1) if r is None else r for tp, r in zip(tps, found)), np.intp, len(found))
+        return self.image.rows_of(tps)
 
     def mask_of(self, tps) -> np.ndarray:
         """A mask over the image's rows: the rows of `tps` (partitions it does not know left out)."""

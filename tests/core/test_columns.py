@@ -186,3 +186,21 @@ def test_a_leader_and_isr_change_copies_only_the_columns_it_changes():
     fresh = {name for name in chunk._fields if getattr(chunk, name) is not getattr(was, name)}
     assert fresh == {"isr", "zk_version"}
     assert changed.chunks[1] is image.chunks[1]
+
+
+def test_rows_of_gives_the_index_s_row_or_minus_one_for_either_kind_of_index():
+    """`PartitionImage.rows_of` (a release's and a landed write's bulk lookup) over an image
+    built from values (a persistent-map index) and one loaded as columns (a `RowIndex`), both
+    after a partition was added (the RowIndex then has rows outside its dict)."""
+    from controller_core import columnar_load
+
+    info = PartitionInfo(ReplicaAssignment((1, 2)), LeaderIsr(1, 0, (1, 2), 1, 0), PartitionState.ONLINE,
+                         ((1, ReplicaState.ONLINE), (2, ReplicaState.ONLINE)))
+    topics = (("a", tuple((p, ReplicaAssignment((1, 2))) for p in range(3))),)
+    loaded = columnar_load.load(topics, (), frozenset((1, 2))).image
+    built = PartitionImage.build({TopicPartition("a", p): info for p in range(3)})
+    for image in (loaded, built):
+        grown = image.set(TopicPartition("b", 0), info)
+        asked = [TopicPartition("b", 0), TopicPartition("a", 2), TopicPartition("zz", 9), TopicPartition("a", 0)]
+        assert grown.rows_of(asked).tolist() == [grown.index.get(tp, -1) for tp in asked] == [3, 2, -1, 0]
+        assert grown.rows_of([]).tolist() == []
