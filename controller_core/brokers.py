@@ -2,7 +2,7 @@
 onBrokerStartup, onBrokerFailure, onReplicasBecomeOffline), on a Draft."""
 from __future__ import annotations
 
-from . import columnar_brokers, columnar_startup, deletion
+from . import columnar_brokers, columnar_online, columnar_startup, deletion
 from . import partitions as P
 from . import reassignment
 from . import replicas as R
@@ -64,7 +64,8 @@ def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
         on_replicas = R.replicas_on(d, new)
         R.move(d, on_replicas, ReplicaState.ONLINE)
         moved = [tp for tp, _ in on_replicas]
-    P.trigger_online_state_change(d)
+    if not columnar_online.elect_waiting(d):  # (the same elections over the columns)
+        P.trigger_online_state_change(d)
     for tp in sorted(d.reassigning):
         info = d.info(tp)
         if info is not None and any(r in new for r in info.assignment.target_replicas):

@@ -1,0 +1,159 @@
+"""Every New or Offline partition brought Online at once, decided over the columns.
+
+`partitions.trigger_online_state_change` (Kafka's triggerOnlinePartitionStateChange) stays the
+specification: after a broker starts, every New or Offline partition of a topic not queued for
+deletion is taken through `partitions.to_online` in partition order, an Offline one by the
+offline election (`partitions.elect`), a New one by its first election (`partitions.initialize`).
+A cluster that lost every replica of many partitions (a rack, a whole generation of brokers)
+holds thousands of those, and each broker that comes back retries all of them: one `choose`,
+one `PartitionInfo`, one log call each. This module makes the same decision as array operations:
+
+- the offline election of the Offline rows (`vector_election.offline`), unclean where the topic
+  allows it; a refusal is logged with its cached ISR, and noted for a re-read where a live
+  replica is missing from that ISR (`partitions.choose`, issue 22), as the rule does;
+- a New row's first live replica leads and its live replicas form the ISR, at the initial leader
+  epoch (its state znode is created); without a live replica it is refused and stays New;
+- the writes, the LeaderAndIsr of each elected partition to its live replicas (`is_new` for the
+  initialized ones), their UpdateMetadata and the state-change log are filled in the order the
+  rule fills them, so the commands and their digest are the same.
+
+Anything else (a draft that already wrote, an image with partitions the columns cannot hold, an
+Offline partition without a state or written by a newer controller) returns False before
+touching the draft, and the caller runs the rule. tests/core/test_columnar_online.py checks on
+random clusters that `step()` gives the same state and commands with and without this path.
+"""
+from __future__ import annotations
+
+from itertools import compress
+
+import numpy as np
+
+from . import partitions as P
+from . import vector_election as V
+from .columns import P_CODE, PAD, _cut
+from .draft import Draft
+from .machines import PartitionState
+from .partition_batch import PartitionBatch
+from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
+
+ENABLED = True
+"""Tests switch this off to compare with the rule's walk."""
+
+_NEW, _OFFLINE, _ONLINE = P_CODE[PartitionState.NEW], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.ONLINE]
+_ELECT = (("elect", P.OFFLINE),)
+_INIT = (("init",),)
+
+
+def elect_waiting(d: Draft) -> bool:
+    """`trigger_online_state_change(d)` (every topic) over the columns if the draft allows it
+    (see the module docstring); False, with the draft untouched, if not."""
+    if not ENABLED or d.has_writes:
+        return False
+    image = d.partitions
+    if image.odd:
+        return False
+    pstate = image.column("pstate")
+    waiting = image.column("present") & ((pstate == _NEW) | (pstate == _OFFLINE))
+    if d.topics_to_delete and waiting.any():
+        waiting &= ~image.topic_mask(d.topics_to_delete)
+    rows = np.flatnonzero(waiting)
+    if not len(rows):
+        return True  # (the rule's walk would find nothing either)
+    epoch = d.epoch
+    pstate = pstate[rows]
+    has = image.column("has_state")[rows]
+    fresh_at = pstate == _NEW
+    if (~fresh_at & ~has).any() or (~fresh_at & (image.column("controller_epoch")[rows] > epoch)).any():
+        return False  # refused one by one, each with its own reason: the rule
+    tps = image.tps(rows)
+    if not image.in_order:
+        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
+        tps = [tps[k] for k in order.tolist()]
+        rows, fresh_at, has = rows[order], fresh_at[order], has[order]
+    live = d.live
+    replicas = image.column("replicas")[rows]
+    cached_isr = image.column("isr")[rows]
+    live_at = V.member(replicas, live)
+
+    # -- the elections: Offline rows by the offline rule (unclean where allowed), New rows by
+    # their first live replica --------------------------------------------------------------
+    tried = ~fresh_at
+    may = np.zeros(len(rows), bool)
+    ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may)
+    if not ok[tried].all():
+        allowed = {t for t in {tps[k].topic for k in np.flatnonzero(tried & ~ok).tolist()} if d.unclean_allowed(t)}
+        if allowed:
+            may = np.fromiter((tp.topic in allowed for tp in tps), bool, len(tps))
+            ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may)
+    init_ok, init_leader = V.first(live_at, replicas)
+    ok = np.where(fresh_at, init_ok, ok)
+    unclean &= ~fresh_at
+    leader = np.where(fresh_at, init_leader, leader)
+    isr = np.where(fresh_at[:, None], V.pack(replicas, live_at), isr)
+    leader_epoch = image.column("leader_epoch")[rows].astype(np.int64) + 1
+    leader_epoch[fresh_at] = INITIAL_LEADER_EPOCH
+
+    # -- the state-change log, in partition order ---------------------------------------------
+    online = PartitionState.ONLINE
+    if ok.all() and not unclean.any() and not fresh_at.any():
+        d.record_many(PartitionState.OFFLINE, online, tps)
+    else:
+        recheck = d.config.rules >= 2
+        confirmed, unconfirmed = d.confirmed, d.unconfirmed
+        for tp, won, alone, new, members, reps, alive in zip(
+                tps, ok.tolist(), unclean.tolist(), fresh_at.tolist(), cached_isr.tolist(), replicas.tolist(),
+                live_at.tolist()):
+            before = PartitionState.NEW if new else PartitionState.OFFLINE
+            if won:
+                d.record(before, online, tp, detail=P.UNCLEAN if alone else "")
+            elif new:
+                d.record(before, online, tp, ok=False, detail=P.NO_LIVE_REPLICA)
+            else:
+                members = _cut(members)
+                d.record(before, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
+                if recheck and tp not in confirmed and any(
+                        r not in members for r, up in zip(reps, alive) if up and r != PAD):
+                    unconfirmed[tp] = None
+
+    # -- the writes and the request batch, in partition order -----------------------------------
+    won = np.flatnonzero(ok)
+    if not len(won):
+        return True
+    w_tps = [tps[k] for k in won.tolist()] if len(won) < len(tps) else tps
+    w_rows = rows[won]
+    w_fresh = fresh_at[won]
+    d.intents.update(zip(w_tps, (_INIT if new else _ELECT for new in w_fresh.tolist())))
+    expected = None
+    if w_fresh.any():  # (their znodes are created)
+        expected = image.column("zk_version")[w_rows]
+        expected[w_fresh] = NO_ZK_VERSION
+    written = d.write_rows(w_tps, w_rows, leader[won], leader_epoch[won], isr[won], expected)
+    # LeaderAndIsr to each elected partition's live replicas (send_leader_and_isr, partition by
+    # partition): a broker's batch is made where the walk first meets it
+    told = np.where(live_at[won], replicas[won], PAD)
+    lai = d.lai
+    firsts = []
+    for b in np.unique(told[told != PAD]).tolist():
+        at = told == b
+        hit = at.any(axis=1)
+        i = int(hit.argmax())
+        firsts.append(((i, int(at[i].argmax())), b, hit))
+    for _, b, hit in sorted(firsts, key=lambda f: f[0]):
+        per = lai.get(b)
+        if per is None:
+            per = lai[b] = PartitionBatch()
+        sent = list(compress(w_tps, hit.tolist()))
+        fresh = w_fresh[hit]
+        if not fresh.any():
+            per.extend(sent, distinct=True, rows=w_rows[hit])
+        else:
+            for tp, new in zip(sent, fresh.tolist()):
+                per.add(tp, new)
+    d.um_everyone = True
+    if not d.um_all:
+        d.um_tps.extend(w_tps, distinct=True, rows=w_rows)
+    d.replace_image(image.with_columns(
+        (w_rows, written),
+        (w_rows, {"pstate": np.full(len(w_rows), _ONLINE, np.int8), "has_state": np.ones(len(w_rows), bool)}),
+    ))
+    return True
