@@ -16,13 +16,15 @@ the ISR (`replicas.move`). This module makes the same decision for the common ca
   again until nothing is left) is logged with the walk's detail and leaves the partition as it
   is; where a replica outside the cached ISR might have saved it, the partition is marked for the
   issue-22 re-read exactly as `partitions.choose` marks it;
+- a partition it leads that is Offline (left so by a refused election) is elected the same way,
+  logged from Offline, and goes Online when a leader is found;
 - the new state is written into the columns of the changed chunks.
 
 Anything else returns False before touching the draft, and the caller walks the partitions: a
-partition it leads that is not Online (a New one is initialized, not elected), a state written by
-a newer controller, a replica whose state may not go Offline, an image holding partitions the
-columns cannot represent, a draft that already holds requests or writes. tests/core/test_columnar_shutdown.py checks on random clusters
-that `step()` gives the same state and commands with and without this path.
+partition it leads in another state, a state written by a newer controller, a replica whose
+state may not go Offline, an image holding partitions the columns cannot represent, a draft
+that already holds requests or writes. tests/core/test_columnar_shutdown.py checks on random
+clusters that `step()` gives the same state and commands with and without this path.
 
 Called by `shutdown.on_controlled_shutdown` (the core's ControlledShutdownRequested handler);
 its results are executed by the shell like any decision's (WritePartitionStates, then the parked
@@ -44,7 +46,7 @@ from .partitions import CONTROLLED_SHUTDOWN, refusal
 ENABLED = True
 """Tests (and the benchmark's "before" figures) switch this off to run the scalar path."""
 
-_ONLINE = P_CODE[PartitionState.ONLINE]
+_ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
 _OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = (("elect", CONTROLLED_SHUTDOWN),)
@@ -88,8 +90,10 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     led = np.flatnonzero(is_led)
     fol = np.flatnonzero(~is_led)
     l_rows, f_rows = rows[led], rows[fol]
-    if (image.column("pstate")[l_rows] != _ONLINE).any():
-        return False  # a New partition is initialized, an Offline one logged from Offline
+    l_pstate = image.column("pstate")[l_rows]
+    was_offline = l_pstate == _OFFLINE  # (elected as the Online ones are, logged from Offline)
+    if ((l_pstate != _ONLINE) & ~was_offline).any():
+        return False  # a New partition is initialized, not elected
     rstate = image.column("rstate")[f_rows]
     at = replicas[f_rows] == broker_id  # one position per row (the image is not odd)
     codes = rstate[at]
@@ -102,10 +106,10 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     ok, new_leader, new_isr = V.controlled_shutdown(l_reps, l_isr, everyone, d.shutting_down)
     l_tps = [tps[k] for k in led.tolist()]
     refused = np.flatnonzero(~ok)
-    if len(refused):
+    if len(refused) or was_offline.any():
         # the walk logs each refusal and leaves the partition as it is; one that a replica not in
         # the cached ISR might have saved is re-read first (issue 22: step() drops this draft)
-        _log_elections(d, l_tps, ok, refused, l_isr)
+        _log_elections(d, l_tps, ok, l_isr, was_offline)
         if d.config.rules >= 2:
             candidate = V.member(l_reps, everyone) & ~V.member(l_reps, d.shutting_down)
             unsure = (candidate & ~V.contained(l_reps, l_isr)).any(axis=1)
@@ -116,6 +120,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
         won = np.flatnonzero(ok)
         l_rows, l_reps, new_leader, new_isr = l_rows[won], l_reps[won], new_leader[won], new_isr[won]
         l_tps = [l_tps[k] for k in won.tolist()]
+        was_offline = was_offline[won]
     elif l_tps:
         d.record_many(PartitionState.ONLINE, PartitionState.ONLINE, l_tps)
 
@@ -158,31 +163,34 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     # -- the new state, column by column, in the chunks that changed ----------------------------
     new_rstate = rstate.copy()
     new_rstate[at] = _R_OFFLINE
-    d.replace_image(image.with_columns((w_rows, written_columns), (f_rows, {"rstate": new_rstate})))
+    revived = l_rows[was_offline]  # (Offline partitions elected: Online now)
+    d.replace_image(image.with_columns((w_rows, written_columns), (f_rows, {"rstate": new_rstate}),
+                                       (revived, {"pstate": np.full(len(revived), _ONLINE, np.int8)})))
     return True
 
 
-def _log_elections(d: Draft, tps: list, ok: np.ndarray, refused: np.ndarray, isr: np.ndarray) -> None:
-    """The state-change log of the elections, some refused: one group per outcome (a refusal's
-    detail names the partition's ISR), the groups in the order the walk first logs each."""
-    online = PartitionState.ONLINE
-    groups: dict[tuple, tuple[int, list]] = {}
-    won = np.flatnonzero(ok)
-    if len(won):
-        groups[(online, online, -1, True, "")] = (won[0].item(), [tps[k] for k in won.tolist()])
+def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_offline: np.ndarray) -> None:
+    """The state-change log of the elections when some were refused or some partitions were
+    Offline: one group per outcome and prior state (a refusal's detail names the partition's
+    ISR), each partition in the walk's order, the groups in the order the walk first logs each."""
+    online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
+    groups: dict[tuple, list] = {}
     details: dict[tuple, str] = {}
-    for k, members in zip(refused.tolist(), isr[refused].tolist()):
-        key = tuple(members)
-        detail = details.get(key)
-        if detail is None:
-            detail = details[key] = refusal(CONTROLLED_SHUTDOWN, _cut(members))
-        group = groups.get((online, online, -1, False, detail))
-        if group is None:
-            groups[(online, online, -1, False, detail)] = (k, [tps[k]])
+    for tp, won, members, was in zip(tps, ok.tolist(), isr.tolist(), was_offline.tolist()):
+        if won:
+            key = (offline if was else online, online, -1, True, "")
         else:
-            group[1].append(tps[k])
-    for key, (_, logged) in sorted(groups.items(), key=lambda g: g[1][0]):
-        d.log[key] = logged
+            cut = tuple(members)
+            detail = details.get(cut)
+            if detail is None:
+                detail = details[cut] = refusal(CONTROLLED_SHUTDOWN, _cut(members))
+            key = (offline if was else online, online, -1, False, detail)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [tp]
+        else:
+            group.append(tp)
+    d.log.update(groups)
 
 
 def _by_broker(tps: list, reps: np.ndarray, sent: np.ndarray):

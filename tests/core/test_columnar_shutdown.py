@@ -125,6 +125,25 @@ def test_a_controlled_shutdown_in_a_healthy_cluster_is_decided_over_the_columns(
     assert_same(fast, slow)
 
 
+@settings(max_examples=150, deadline=None)
+@given(clusters(), st.data())
+def test_led_partitions_left_offline_are_elected_as_the_walk_elects_them(cluster, data):
+    """Some partitions the broker leads are Offline (a refused election leaves its cached
+    leader): elected, refused and logged from Offline over the columns as in the walk."""
+    state, event = cluster
+    if state.pending or state.rechecking:
+        return
+    led = sorted(t for t, info in state.partitions.items() if info.leader_isr is not None
+                 and info.leader_isr.leader == event.broker_id and info.state is PartitionState.ONLINE)
+    if not led:
+        return
+    chosen = data.draw(st.lists(st.sampled_from(led), min_size=1, unique=True), "made Offline")
+    odd = attrs.evolve(state, partitions=state.partitions.with_changes(
+        {t: state.partitions[t]._replace(state=PartitionState.OFFLINE) for t in chosen}))
+    fast, slow, _ = both_ways(odd, event)
+    assert_same(fast, slow)
+
+
 def test_the_columnar_path_decides_a_healthy_shutdown_and_a_retry():
     state, _ = elected(brokers=(1, 2, 3), topics={"t": [[1, 2, 3], [2, 1, 3], [3, 2, 1]], "single": [[1]]})
     event = E.ControlledShutdownRequested(at=AT, request_id=5, broker_id=1, broker_epoch=101)
@@ -154,14 +173,30 @@ def test_a_state_written_by_a_newer_controller_is_left_to_the_walk():
         assert_same(fast, slow)
 
 
+def test_a_led_partition_left_offline_is_elected_over_the_columns_and_logged_from_offline():
+    # a shape a generated life shows (a refused election left it Offline with the broker as its
+    # cached leader) and the random clusters above rarely reach: it used to send the whole
+    # shutdown down the walk
+    state, _ = elected(brokers=(1, 2, 3), topics={"t": [[1, 2, 3], [2, 1, 3], [1, 2]]})
+    changed = {tp("t", 0): state.partitions[tp("t", 0)]._replace(state=PartitionState.OFFLINE)}
+    odd = attrs.evolve(state, partitions=state.partitions.with_changes(changed))
+    fast, slow, taken = both_ways(odd, E.ControlledShutdownRequested(at=AT, request_id=5, broker_id=1,
+                                                                      broker_epoch=101))
+    assert taken == [True]
+    assert_same(fast, slow)
+    [log] = of_type(fast[1], C.LogStateChanges)
+    assert [(e.from_state, e.partitions, e.ok) for e in log.entries if e.replica == -1] == [
+        ("OfflinePartition", (tp("t", 0),), True), ("OnlinePartition", (tp("t", 2),), True)]
+    assert fast[0].partitions[tp("t", 0)].state is PartitionState.ONLINE
+
+
 def test_states_the_walk_handles_otherwise_are_left_to_it():
     # shapes a live cluster seldom shows, so the random clusters above rarely reach them: a led
-    # partition that is New (initialized, not elected) or Offline (logged from Offline), a
-    # followed replica whose state may not go Offline (logged as an illegal transition)
+    # partition that is New (initialized, not elected), a followed replica whose state may not
+    # go Offline (logged as an illegal transition)
     state, _ = elected(brokers=(1, 2, 3), topics={"t": [[1, 2, 3], [2, 1, 3]]})
     led, followed = state.partitions[tp("t", 0)], state.partitions[tp("t", 1)]
     for changed in ({tp("t", 0): led._replace(state=PartitionState.NEW)},
-                    {tp("t", 0): led._replace(state=PartitionState.OFFLINE)},
                     {tp("t", 1): followed.with_replica_state(1, None)},
                     {tp("t", 1): followed.with_replica_state(1, ReplicaState.DELETION_STARTED)}):
         odd = attrs.evolve(state, partitions=state.partitions.with_changes(changed))
