@@ -68,7 +68,8 @@ class PartitionBatch:
     def extend(self, tps: Iterable, distinct: bool = False, rows: np.ndarray | None = None) -> None:
         """Many partitions, none new. `distinct=True`: the caller guarantees that `tps` lists no
         partition twice (distinct rows of the image), and may give `rows`, the image rows they
-        were found at; into an empty batch they then go as they are, without hashing one."""
+        were found at; into an empty batch they then go as they are, without hashing one (a
+        list is kept, not copied: the caller does not change it afterwards)."""
         if distinct and not self:
             self._block = tps if isinstance(tps, list) else list(tps)
             self._rows = rows if rows is not None and len(rows) == len(self._block) else None
