@@ -9,26 +9,15 @@ from hypothesis import given, settings
 
 from controller_core import columnar_online
 from controller_core import commands as C
-from controller_core import events as E
-from controller_core.state import ControllerConfig
-from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, assert_same, both_paths, broker, elected, tp
+from .builders import assert_same, tp
+from .test_columnar_startup import both_ways as startup_both_ways
 from .test_columnar_startup import comebacks
 
 
 def both_ways(case):
-    topics, states, configs, up, joining, also_dying, unclean, to_delete = case
-    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
-                              unclean_leader_election_enable=unclean)
-    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
-                       topics_to_delete=frozenset(to_delete))
-    if state.pending or state.rechecking or not state.active:
-        return None
-    listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
-    event = E.BrokersChanged(at=AT, brokers=listing)
-    return both_paths(columnar_online, "elect_waiting", lambda: step(state, event))
+    return startup_both_ways(case, columnar_online, "elect_waiting")
 
 
 @settings(max_examples=250, deadline=None)

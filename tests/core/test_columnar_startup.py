@@ -29,7 +29,8 @@ def comebacks(draw):
     return topics, states, configs, up, joining, sorted(also_dying), unclean, to_delete
 
 
-def both_ways(case):
+def both_ways(case, module=columnar_startup, entry="replicas_online"):
+    """The comeback's `step()` with the columnar path `module.<entry>` and without it."""
     topics, states, configs, up, joining, also_dying, unclean, to_delete = case
     config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
                               unclean_leader_election_enable=unclean)
@@ -39,7 +40,7 @@ def both_ways(case):
         return None
     listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
     event = E.BrokersChanged(at=AT, brokers=listing)
-    return both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
+    return both_paths(module, entry, lambda: step(state, event))
 
 
 @settings(max_examples=200, deadline=None)
