@@ -38,9 +38,9 @@ step's changes cost one vectorized write per column of each chunk they touch.
 """
 from __future__ import annotations
 
-from itertools import chain, compress
+from itertools import chain, compress, repeat
 from operator import itemgetter
-from typing import Collection, Iterable, Iterator, Mapping, NamedTuple
+from typing import Collection, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -62,6 +62,7 @@ REPLICA_STATES: tuple[ReplicaState, ...] = tuple(ReplicaState)
 P_CODE = {s: i for i, s in enumerate(PARTITION_STATES)}  # plain ints: numpy scalars convert slowly
 R_CODE = {s: i for i, s in enumerate(REPLICA_STATES)}
 R_NON_EXISTENT = R_CODE[ReplicaState.NON_EXISTENT]
+_CODES = len(REPLICA_STATES)
 
 _INT_COLUMNS = ("leader", "leader_epoch", "controller_epoch", "zk_version")
 _new = tuple.__new__
@@ -1013,6 +1014,48 @@ class PartitionImage:
         ch, s, _ = at
         replicas = _cut(ch.replicas[s].tolist())
         return list(zip(replicas, map(REPLICA_STATES.__getitem__, ch.rstate[s, :len(replicas)].tolist())))
+
+    def replica_state_sets(self, groups: Sequence[Sequence[TopicPartition]]) -> list[set[ReplicaState]]:
+        """For each group of partitions, the states `replica_states` gives for their replicas,
+        as one set (partitions the image does not hold give none): read a chunk at a time for
+        all groups at once, without a value per replica. Topic deletion asks this for every
+        queued topic (a group) on every StopReplica answer, and needs only which states occur
+        (all deleted, any in progress, any ineligible)."""
+        found: list[set[ReplicaState]] = [set() for _ in groups]
+        tps: list = []
+        group_of: list[int] = []
+        odd = self.odd
+        for g, members in enumerate(groups):
+            if odd:
+                for tp in members:
+                    info = odd.get(tp)
+                    if info is None:
+                        tps.append(tp)
+                        group_of.append(g)
+                    elif tp in self:
+                        found[g].update(map(info.replica_state, info.assignment.replicas))
+            else:
+                tps.extend(members)
+                group_of.extend(repeat(g, len(members)))
+        rows = self.rows_of(tps)
+        known = rows >= 0
+        rows = rows[known]
+        if not len(rows):
+            return found
+        group = np.array(group_of, np.int64)[known]
+        chunk_of = rows >> _SHIFT
+        keys: set[int] = set()  # group * _CODES + state code
+        for c in np.unique(chunk_of).tolist():  # (a topic's rows are one chunk or a few)
+            ch = self.chunks[c]
+            at = chunk_of == c
+            slots = rows[at] & _MASK
+            present = ch.present[slots]
+            slots = slots[present]
+            key = group[at][present][:, None] * _CODES + ch.rstate[slots]
+            keys.update(np.unique(key[ch.replicas[slots] != PAD]).tolist())
+        for k in keys:
+            found[k // _CODES].add(REPLICA_STATES[k % _CODES])
+        return found
 
     def read(self, tp: TopicPartition) -> tuple | None:
         """One partition's row as plain values, None if absent: `(leader_isr or None, replicas,

@@ -57,8 +57,8 @@ def resume_for_topics(d: Draft, topics: Iterable[str]) -> None:
 
 
 def _replica_states(d: Draft, topic: str) -> list[tuple[TopicPartition, int, ReplicaState]]:
-    # read without building each partition (`Draft.replica_states`): `resume` asks this of
-    # every queued topic on every StopReplica answer
+    # each replica's state, read without building each partition (`Draft.replica_states`), for
+    # the topics `resume` acts on (it decides which to act on from `Draft.replica_state_sets`)
     out = []
     for tp in d.partitions_of(topic):
         states = d.replica_states(tp)
@@ -67,20 +67,23 @@ def _replica_states(d: Draft, topic: str) -> list[tuple[TopicPartition, int, Rep
     return out
 
 
+_ALL_DELETED = {RS.DELETION_SUCCESSFUL}
+
+
 def resume(d: Draft) -> None:
     """Kafka's resumeDeletions: complete, retry or start the deletion of each queued topic."""
     retry: list[str] = []
     start: list[str] = []
-    for topic in sorted(d.topics_to_delete):
-        states = [s for _, _, s in _replica_states(d, topic)]
-        if states and all(s is RS.DELETION_SUCCESSFUL for s in states):
+    queued = sorted(d.topics_to_delete)
+    # which states each topic's replicas are in is all this needs (read in bulk: this runs on
+    # every StopReplica answer, for every queued topic)
+    sets = d.replica_state_sets([d.partitions_of(topic) for topic in queued])
+    for topic, states in zip(queued, sets):
+        if not states or states == _ALL_DELETED:
             _complete(d, topic)
             continue
-        if not states:
-            _complete(d, topic)
-            continue
-        in_progress = any(s is RS.DELETION_STARTED for s in states)
-        if not in_progress and any(s is RS.DELETION_INELIGIBLE for s in states):
+        in_progress = RS.DELETION_STARTED in states
+        if not in_progress and RS.DELETION_INELIGIBLE in states:
             retry.append(topic)
         if not in_progress and topic not in d.topics_ineligible_for_deletion:
             start.append(topic)

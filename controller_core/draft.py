@@ -17,7 +17,7 @@ Two rules of the asynchronous shell live here:
 from __future__ import annotations
 
 from itertools import chain
-from typing import Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
 import numpy as np
@@ -237,6 +237,31 @@ class Draft:
         if info is None:
             return None
         return [(r, info.replica_state(r)) for r in info.assignment.replicas]
+
+    def replica_state_sets(self, groups: Sequence[Sequence[TopicPartition]]) -> list[set[ReplicaState]]:
+        """For each group of partitions, the states `replica_states` gives for their replicas,
+        as one set: the partitions this step changed or read from their values, the others
+        from the image's columns in bulk (`PartitionImage.replica_state_sets`)."""
+        delta, read = self._delta, self._read
+        found: list[set[ReplicaState]] = []
+        plain: list[list[TopicPartition]] = []
+        for members in groups:
+            mine: set[ReplicaState] = set()
+            rest = []
+            for tp in members:
+                info = delta.get(tp, _ABSENT)
+                if info is _ABSENT:
+                    info = read.get(tp, _ABSENT)
+                    if info is _ABSENT:
+                        rest.append(tp)
+                        continue
+                if info is not None:
+                    mine.update(map(info.replica_state, info.assignment.replicas))
+            found.append(mine)
+            plain.append(rest)
+        for mine, more in zip(found, self._image.replica_state_sets(plain)):
+            mine |= more
+        return found
 
     @property
     def live(self) -> frozenset[int]:

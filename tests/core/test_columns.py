@@ -3,6 +3,7 @@ replica states in assignment order), copies only the chunks a change touches, an
 changed through a chain of deltas equals the image built from scratch."""
 from __future__ import annotations
 
+import attrs
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -204,3 +205,43 @@ def test_rows_of_gives_the_index_s_row_or_minus_one_for_either_kind_of_index():
         asked = [TopicPartition("b", 0), TopicPartition("a", 2), TopicPartition("zz", 9), TopicPartition("a", 0)]
         assert grown.rows_of(asked).tolist() == [grown.index.get(tp, -1) for tp in asked] == [3, 2, -1, 0]
         assert grown.rows_of([]).tolist() == []
+
+
+def _states_one_by_one(reader, groups) -> list[set]:
+    return [{s for tp in group for _, s in (reader.replica_states(tp) or ())} for group in groups]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(tps, infos(), max_size=40), st.lists(st.tuples(tps, st.none() | infos()), max_size=12),
+       st.lists(tps, max_size=30), st.booleans())
+def test_the_set_of_replica_states_read_in_bulk_is_what_the_partitions_give_one_by_one(parts, delta, asked, odd):
+    """`replica_state_sets` (topic deletion's question on every StopReplica answer) of the image,
+    and of a draft that changed some partitions and read others, gives for each group the union
+    of `replica_states` over its partitions (groups of any size, empty ones too); with a partition the columns keep whole (`odd`)
+    partitions spread over several chunks, and removed ones (their rows stay)."""
+    from controller_core.draft import Draft
+    from controller_core.state import ControllerConfig, initial_state
+
+    parts = dict(parts)
+    for p in range(0, 3 * CHUNK, 700):  # rows in several chunks
+        parts[TopicPartition("far", p)] = PartitionInfo(ReplicaAssignment((1, 2)), None, PartitionState.NEW,
+                                                        ((2, ReplicaState.DELETION_STARTED),))
+    if odd:  # a replica state outside the assignment: kept whole
+        parts[TopicPartition("a", 0)] = PartitionInfo(ReplicaAssignment((1, 2)), None, PartitionState.OFFLINE,
+                                                      ((3, ReplicaState.OFFLINE), (1, ReplicaState.DELETION_INELIGIBLE)))
+    image = as_image(pmap(parts))
+    assert bool(image.odd) == odd
+    image = image.with_changes(dict.fromkeys(list(parts)[::4]))  # removed: rows kept, not present
+    asked = asked + [TopicPartition("far", p) for p in range(0, 3 * CHUNK, 1400)] + [TopicPartition("a", 0)]
+    groups = [asked[k::3] for k in range(3)] + [[]]
+    assert image.replica_state_sets(groups) == _states_one_by_one(image, groups)
+
+    d = Draft(attrs.evolve(initial_state(ControllerConfig(broker_id=1)), partitions=image), cause="test")
+    for tp, info in delta:
+        if info is None:
+            d.drop(tp)
+        else:
+            d.put(tp, info)
+    for tp in asked[::3]:
+        d.info(tp)  # read (kept by the draft)
+    assert d.replica_state_sets(groups) == _states_one_by_one(d, groups)
