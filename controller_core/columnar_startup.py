@@ -9,9 +9,10 @@ and costs seconds; here the same decision is a mask over the replica matrix, the
 and state-change log filled per broker in the rule's order (sorted partitions, then replica),
 and one column write.
 
-The common case only: no replica concerned is New (New -> Online may repair an assignment and
-sends nothing); otherwise None, with the draft untouched, and the caller walks the rule. A
-replica whose state may not go Online (a deleted replica of a topic being deleted) is refused
+A New replica (one a reassignment added while its broker was down) goes Online and is sent
+nothing, as the rule's New -> Online does; the rule's repair of an assignment missing the
+replica cannot happen here, since the replicas moved are read from the assignments. A replica
+whose state may not go Online (a deleted replica of a topic being deleted) is refused
 as the rule refuses it: logged as an illegal transition, left as it is, sent nothing. Replicas
 of topics queued for deletion move as the others do (the rule has no exception for them); the
 caller resumes their deletion afterwards.
@@ -34,8 +35,7 @@ ENABLED = True
 
 _ONLINE = ReplicaState.ONLINE
 _R_ONLINE, _R_NEW = R_CODE[_ONLINE], R_CODE[ReplicaState.NEW]
-_ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE] if s is not ReplicaState.NEW),
-                        np.int8)
+_ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE]), np.int8)
 
 
 def replicas_online(d: Draft, new: Collection[int]) -> list | None:
@@ -56,8 +56,6 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     if not len(rows):
         return []
     rstate = image.column("rstate")
-    if (rstate[rows][on[rows]] == _R_NEW).any():
-        return None  # New -> Online may repair an assignment: the rule
     code_ok = dict.fromkeys(range(len(REPLICA_STATES)), False) | dict.fromkeys(_ONLINE_FROM.tolist(), True)
 
     # the rule's order: (partition, replica) pairs sorted
@@ -78,7 +76,7 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
                                              for j, r in enumerate(_cut(row)) if r in new))
         sent = False
         for r, code, ok in plan:
-            if ok and with_state:
+            if ok and with_state and code != _R_NEW:  # (New -> Online sends nothing)
                 lai_lists[r].append(tp)
                 sent = True
             group = log.get((code, r, ok))

@@ -53,6 +53,32 @@ def test_brokers_coming_back_get_the_commands_and_state_of_the_rule(case):
     assert_same(fast, slow)
 
 
+@settings(max_examples=150, deadline=None)
+@given(comebacks(), st.data())
+def test_brokers_coming_back_to_partitions_being_moved_onto_them_get_the_commands_and_state_of_the_rule(case, data):
+    """As above, after a reassignment (settled) that moves partitions onto the down brokers: their
+    replicas there are NewReplica when the brokers come back."""
+    from .builders import run, tp
+    topics, states, configs, up, joining, also_dying, unclean, to_delete = case
+    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=unclean)
+    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
+                       topics_to_delete=frozenset(to_delete))
+    if state.pending or state.rechecking or not state.active:
+        return
+    every = [tp(t, p) for t, parts in sorted(topics.items()) for p in range(len(parts))]
+    moved = data.draw(st.lists(st.sampled_from(every), min_size=1, max_size=4, unique=True))
+    targets = tuple((x, tuple(data.draw(st.lists(st.sampled_from(sorted(set(up) | set(joining))), min_size=1,
+                                                  max_size=3, unique=True)))) for x in moved)
+    state, _ = run(state, E.ReassignmentRequested(at=AT, exists=True, partitions=targets))
+    if state.pending or state.rechecking or not state.active:
+        return
+    listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
+    event = E.BrokersChanged(at=AT, brokers=listing)
+    fast, slow, _ = both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
+    assert_same(fast, slow)
+
+
 def test_a_healthy_comeback_is_decided_over_the_columns():
     topics = {"a": [[1, 2, 3], [2, 3, 1], [3, 1, 2]], "b": [[1, 2], [2, 1]]}
     from controller_core.values import LeaderIsr
@@ -114,3 +140,29 @@ def test_a_comeback_meeting_a_deleted_replica_refuses_it_over_the_columns_as_the
     assert after[tp("a", 0)].replica_state(1) is ReplicaState.ONLINE
     lines = [e for c in fast[1] if type(c).__name__ == "LogStateChanges" for e in c.entries]
     assert any(getattr(e, "detail", "") == "illegal transition" for e in lines), lines
+
+
+def test_new_replicas_a_reassignment_added_on_a_down_broker_go_online_over_the_columns_as_the_rule_moves_them():
+    """Partitions of `a` are being moved onto broker 1 while it is down: its replicas stay
+    NewReplica. When it comes back they go Online (New -> Online: no LeaderAndIsr for them), over
+    the columns, with the same state and commands as the rule; the other replicas on broker 1
+    (Offline -> Online) are sent theirs."""
+    from controller_core.machines import ReplicaState
+    from controller_core.values import LeaderIsr
+    from .builders import run, tp
+    topics = {"a": [[2, 3], [3, 2]], "b": [[1, 2]]}
+    states = {tp("a", 0): LeaderIsr(2, 1, (2, 3), 1, 0), tp("a", 1): LeaderIsr(3, 1, (3, 2), 1, 0),
+              tp("b", 0): LeaderIsr(2, 1, (2,), 1, 0)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(2, 3), topics=topics, states=states, config=config)
+    state, _ = run(state, E.ReassignmentRequested(at=AT, exists=True,
+                                                  partitions=((tp("a", 0), (1, 2, 3)), (tp("a", 1), (3, 1)))))
+    assert state.partitions[tp("a", 0)].replica_state(1) is ReplicaState.NEW
+    assert state.partitions[tp("a", 1)].replica_state(1) is ReplicaState.NEW
+    event = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=500), broker(2), broker(3)))
+    fast, slow, taken = both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
+    assert taken and taken[0] is not None  # decided over the columns
+    assert_same(fast, slow)
+    after = fast[0].partitions
+    assert after[tp("a", 0)].replica_state(1) is ReplicaState.ONLINE
+    assert after[tp("b", 0)].replica_state(1) is ReplicaState.ONLINE
