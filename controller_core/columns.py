@@ -877,6 +877,36 @@ class PartitionImage:
                     out[k] = odd.get(tps[k], info) if odd else info
         return out
 
+    def assignments_of(self, tps: Sequence[TopicPartition]) -> list[ReplicaAssignment | None]:
+        """`[get(tp).assignment ...]` (None for a partition the image does not hold), read from
+        the replica columns without building the partitions: the reassignment plan, relisted on
+        every rewrite, is checked against the assignments alone."""
+        rows = self.rows_of(tps)
+        out: list = [None] * len(tps)
+        known = np.flatnonzero(rows >= 0)
+        if not len(known):
+            return out
+        rows = rows[known]
+        chunk_of = rows >> _SHIFT
+        odd = self.odd
+        for c in np.unique(chunk_of).tolist():
+            ch = self.chunks[c]
+            at = chunk_of == c
+            slots = rows[at] & _MASK
+            where = known[at].tolist()
+            present = ch.present[slots].tolist()
+            moving = ch.moving[slots].tolist()
+            for k, s, row, p, m in zip(where, slots.tolist(), ch.replicas[slots].tolist(), present, moving):
+                if not p:
+                    continue
+                info = odd.get(tps[k]) if odd else None
+                if info is not None:
+                    out[k] = info.assignment
+                    continue
+                replicas = _cut(row)
+                out[k] = _assignment(replicas, *_moving_at(ch, s, replicas)) if m else _assignment(replicas, (), ())
+        return out
+
     def views_many(self, tps: Iterable[TopicPartition]) -> dict:
         """`{tp: PartitionView or None}`: each partition as it is sent to brokers (None: absent
         or without a leader-and-ISR), built straight from the columns a chunk at a time."""

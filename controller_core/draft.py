@@ -40,6 +40,7 @@ from .values import (
     NO_ZK_VERSION,
     LeaderIsr,
     PartitionView,
+    ReplicaAssignment,
     TopicPartition,
 )
 
@@ -223,6 +224,27 @@ class Draft:
             if info is _ABSENT:
                 info = self._read[tp] = self._image.get(tp)
         return info
+
+    def assignments(self, tps: Sequence[TopicPartition]) -> list[ReplicaAssignment | None]:
+        """`info(tp).assignment` of each of `tps` as it stands (None: no such partition): the
+        partitions this step changed or read from their values, the others from the image's
+        replica columns in bulk (`PartitionImage.assignments_of`), nothing kept."""
+        delta, read = self._delta, self._read
+        out: list = []
+        plain: list[int] = []
+        for k, tp in enumerate(tps):
+            info = delta.get(tp, _ABSENT)
+            if info is _ABSENT:
+                info = read.get(tp, _ABSENT)
+                if info is _ABSENT:
+                    plain.append(k)
+                    out.append(None)
+                    continue
+            out.append(None if info is None else info.assignment)
+        if plain:
+            for k, a in zip(plain, self._image.assignments_of([tps[k] for k in plain])):
+                out[k] = a
+        return out
 
     def replica_states(self, tp: TopicPartition) -> list[tuple[int, ReplicaState]] | None:
         """`(replica, state)` of each assigned replica of `tp` as it stands, in assignment order

@@ -52,23 +52,24 @@ def on_reassignment_requested(d: Draft, exists: bool, plan, problem: str | None,
     known_brokers = frozenset(d.brokers.keys()) | d.seen_brokers
     scanned = False
     seen = set()
-    for tp, target in plan:
+    # the assignments alone, read in bulk (the whole plan is listed again on every rewrite)
+    assignments = d.assignments([tp for tp, _ in plan])
+    for (tp, target), assignment in zip(plan, assignments):
         target = tuple(target)
         if not scanned and any(r not in known_brokers for r in target):
             known_brokers, scanned = _known_brokers(d), True
-        reason = "listed twice" if tp in seen else validate(d, tp, target, known_brokers)
+        reason = "listed twice" if tp in seen else validate(d, tp, target, known_brokers, assignment)
         seen.add(tp)
         if reason is not None:
             d.reject("partition reassignment", f"{tp}: {reason}")
             changed = True
             continue
-        info = d.info(tp)
         if tp in d.reassigning:
             kept.append((tp, target))
-            if info.assignment.target_replicas != target:  # the admin changed its mind
+            if assignment.target_replicas != target:  # the admin changed its mind
                 actions.append((tp, target))
             continue
-        if info.assignment.replicas == target:
+        if assignment.replicas == target:
             d.reject("partition reassignment", f"{tp}: replicas are already {list(target)}; nothing to do")
             changed = True
             continue
@@ -97,10 +98,12 @@ def _known_brokers(d: Draft) -> frozenset[int]:
     return frozenset(known)
 
 
-def validate(d: Draft, tp: TopicPartition, target: tuple, known_brokers: frozenset[int]) -> str | None:
+def validate(d: Draft, tp: TopicPartition, target: tuple, known_brokers: frozenset[int],
+             assignment: ReplicaAssignment | None) -> str | None:
     """Why a requested target is unacceptable, or None. Offline brokers are acceptable (the
-    reassignment waits for them); brokers the cluster has never known are not."""
-    if d.info(tp) is None or d.topics.get(tp.topic) is None:
+    reassignment waits for them); brokers the cluster has never known are not. `assignment`:
+    the partition's as it stands (None: no such partition)."""
+    if assignment is None or d.topics.get(tp.topic) is None:
         return "unknown topic or partition"
     if d.queued_for_deletion(tp.topic):
         return "the topic is being deleted"

@@ -214,11 +214,13 @@ def _states_one_by_one(reader, groups) -> list[set]:
 @settings(max_examples=80, deadline=None)
 @given(st.dictionaries(tps, infos(), max_size=40), st.lists(st.tuples(tps, st.none() | infos()), max_size=12),
        st.lists(tps, max_size=30), st.booleans())
-def test_the_set_of_replica_states_read_in_bulk_is_what_the_partitions_give_one_by_one(parts, delta, asked, odd):
+def test_replica_states_and_assignments_read_in_bulk_are_what_the_partitions_give_one_by_one(parts, delta, asked, odd):
     """`replica_state_sets` (topic deletion's question on every StopReplica answer) of the image,
     and of a draft that changed some partitions and read others, gives for each group the union
-    of `replica_states` over its partitions (groups of any size, empty ones too); with a partition the columns keep whole (`odd`)
-    partitions spread over several chunks, and removed ones (their rows stay)."""
+    of `replica_states` over its partitions (groups of any size, empty ones too); and
+    `assignments_of`/`assignments` (the reassignment plan's check) each partition's assignment.
+    With a partition the columns keep whole (`odd`), partitions spread over several chunks, and
+    removed ones (their rows stay)."""
     from controller_core.draft import Draft
     from controller_core.state import ControllerConfig, initial_state
 
@@ -235,6 +237,7 @@ def test_the_set_of_replica_states_read_in_bulk_is_what_the_partitions_give_one_
     asked = asked + [TopicPartition("far", p) for p in range(0, 3 * CHUNK, 1400)] + [TopicPartition("a", 0)]
     groups = [asked[k::3] for k in range(3)] + [[]]
     assert image.replica_state_sets(groups) == _states_one_by_one(image, groups)
+    assert image.assignments_of(asked) == [None if image.get(tp) is None else image.get(tp).assignment for tp in asked]
 
     d = Draft(attrs.evolve(initial_state(ControllerConfig(broker_id=1)), partitions=image), cause="test")
     for tp, info in delta:
@@ -245,3 +248,4 @@ def test_the_set_of_replica_states_read_in_bulk_is_what_the_partitions_give_one_
     for tp in asked[::3]:
         d.info(tp)  # read (kept by the draft)
     assert d.replica_state_sets(groups) == _states_one_by_one(d, groups)
+    assert d.assignments(asked) == [None if d.info(tp) is None else d.info(tp).assignment for tp in asked]
