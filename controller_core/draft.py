@@ -225,6 +225,15 @@ class Draft:
                 info = self._read[tp] = self._image.get(tp)
         return info
 
+    def read_many(self, tps: Iterable[TopicPartition]) -> None:
+        """Read the partitions of `tps` this step has neither changed nor read, a chunk at a
+        time (`PartitionImage.get_many`), for the `info` calls that follow (a re-read's
+        states, compared one by one with the cached ones)."""
+        delta, read = self._delta, self._read
+        unread = [tp for tp in tps if tp not in delta and tp not in read]
+        if unread:
+            read.update(zip(unread, self._image.get_many(unread)))
+
     def assignments(self, tps: Sequence[TopicPartition]) -> list[ReplicaAssignment | None]:
         """`info(tp).assignment` of each of `tps` as it stands (None: no such partition): the
         partitions this step changed or read from their values, the others from the image's

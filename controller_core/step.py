@@ -108,6 +108,7 @@ def _rechecked(state: ControllerState, event: E.PartitionStatesRechecked) -> tup
 def _refresh(d: Draft, states) -> list:
     """Put the read states that are newer than the cached ones; return their partitions."""
     changed = []
+    d.read_many(tp for tp, _ in states)  # (built a chunk at a time: a re-read can hold thousands)
     for tp, li in states:
         info = d.info(tp)
         if info is None or li is None:
