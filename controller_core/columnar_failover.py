@@ -39,7 +39,7 @@ from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .partition_batch import PartitionBatch
+from .partition_batch import PartitionBatch, by_broker
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True
@@ -137,13 +137,8 @@ def start_machines(d: Draft) -> bool:
     # (a) every partition's live replicas are told its state; (b) each dead replica is stopped,
     # and the partition's other replicas (dead ones too, as replicas._to_offline sends) are told;
     # (c) each elected partition's live replicas. Only (a) and (b) can add a broker or a partition.
-    firsts = []
-    for b in np.unique(replicas[replicas != PAD]).tolist():
-        at = replicas == b
-        hit = at.any(axis=1) & has  # (a partition without a state is told nothing in (a))
-        if b in live and hit.any():
-            i = int(hit.argmax())
-            firsts.append(((0, i, int(at[i].argmax())), b, hit))
+    # (a partition without a state is told nothing in (a))
+    firsts = by_broker(replicas, (replicas != PAD) & has[:, None] & V.member(replicas, live))
     lai_extra: defaultdict[int, list] = defaultdict(list)
     stops: defaultdict[int, list] = defaultdict(list)
     offline_log: defaultdict[tuple, list] = defaultdict(list)
@@ -170,9 +165,9 @@ def start_machines(d: Draft) -> bool:
         if not with_state:
             stateless.append(tp)
     lai = d.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
-    for _, b, hit in sorted(firsts, key=lambda f: f[0]):
+    for b, hit in firsts:
         lai[b] = PartitionBatch()
-        lai[b].extend(list(compress(tps, hit.tolist())), distinct=True, rows=rows[hit])
+        lai[b].extend(list(map(tps.__getitem__, hit.tolist())), distinct=True, rows=rows[hit])
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
         lai[b] = PartitionBatch()
         lai[b].extend(sent)  # (a partition with two other dead replicas lists b twice)

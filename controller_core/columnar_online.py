@@ -24,8 +24,6 @@ random clusters that `step()` gives the same state and commands with and without
 """
 from __future__ import annotations
 
-from itertools import compress
-
 import numpy as np
 
 from . import partitions as P
@@ -33,7 +31,7 @@ from . import vector_election as V
 from .columns import P_CODE, PAD, _cut
 from .draft import Draft
 from .machines import PartitionState
-from .partition_batch import PartitionBatch
+from .partition_batch import PartitionBatch, by_broker
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True
@@ -130,19 +128,12 @@ def elect_waiting(d: Draft) -> bool:
     written = d.write_rows(w_tps, w_rows, leader[won], leader_epoch[won], isr[won], expected)
     # LeaderAndIsr to each elected partition's live replicas (send_leader_and_isr, partition by
     # partition): a broker's batch is made where the walk first meets it
-    told = np.where(live_at[won], replicas[won], PAD)
     lai = d.lai
-    firsts = []
-    for b in np.unique(told[told != PAD]).tolist():
-        at = told == b
-        hit = at.any(axis=1)
-        i = int(hit.argmax())
-        firsts.append(((i, int(at[i].argmax())), b, hit))
-    for _, b, hit in sorted(firsts, key=lambda f: f[0]):
+    for b, hit in by_broker(replicas[won], live_at[won]):
         per = lai.get(b)
         if per is None:
             per = lai[b] = PartitionBatch()
-        sent = list(compress(w_tps, hit.tolist()))
+        sent = list(map(w_tps.__getitem__, hit.tolist()))
         fresh = w_fresh[hit]
         if not fresh.any():
             per.extend(sent, distinct=True, rows=w_rows[hit])

@@ -39,7 +39,7 @@ import numpy as np
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
-from .partition_batch import PartitionBatch
+from .partition_batch import PartitionBatch, by_broker
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 from .partitions import CONTROLLED_SHUTDOWN, refusal
 
@@ -137,9 +137,10 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     # followed partition to its other replicas (dead ones too, as replicas._to_offline sends)
     f_tps = [tps[k] for k in fol.tolist()]
     sent = np.concatenate((V.member(l_reps, everyone), (f_reps != PAD) & ~at))
-    for b, sent_tps in _by_broker(l_tps + f_tps, np.concatenate((l_reps, f_reps)), sent):
+    both = l_tps + f_tps
+    for b, rows in by_broker(np.concatenate((l_reps, f_reps)), sent):
         d.lai[b] = PartitionBatch()  # (the draft's batch is empty: checked above)
-        d.lai[b].extend(sent_tps, distinct=True)  # (a broker leads or follows a partition, not both)
+        d.lai[b].extend(list(map(both.__getitem__, rows.tolist())), distinct=True)  # (leads or follows, not both)
     if l_tps or f_tps:
         d.um_everyone = True  # (a refused election sends nothing)
         d.um_tps.extend(l_tps + f_tps, distinct=True)
@@ -191,21 +192,3 @@ def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_off
         else:
             group.append(tp)
     d.log.update(groups)
-
-
-def _by_broker(tps: list, reps: np.ndarray, sent: np.ndarray):
-    """`(broker, [partition, ...])` for every broker that `sent[i, j]` marks as a recipient of
-    `tps[i]` (`reps[i, j]` is the broker): the brokers in the order a walk over the rows (and
-    over each row's replicas) first meets them, each one's partitions in row order. This is the
-    order `Draft.send_leader_and_isr` called partition by partition fills the batch in."""
-    ids = reps[sent]  # row-major: partition order, then replica order within a partition
-    if not len(ids):
-        return []
-    at_row = np.nonzero(sent)[0]
-    brokers, first = np.unique(ids, return_index=True)
-    grouped = np.argsort(ids, kind="stable")  # each broker's entries, still in row order
-    starts = np.searchsorted(ids[grouped], brokers)
-    ends = np.append(starts[1:], len(ids))
-    get = tps.__getitem__
-    return [(b, list(map(get, at_row[grouped[starts[k]:ends[k]]].tolist())))
-            for k, b in ((k, brokers[k].item()) for k in np.argsort(first, kind="stable").tolist())]

@@ -100,3 +100,20 @@ class PartitionBatch:
         """The image rows of `tps()`, if the batch is one block whose rows the caller gave."""
         return self._rows if not self._more else None
 
+
+
+def by_broker(reps: np.ndarray, sent: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """`(broker, rows)` for every broker that `sent[i, j]` marks as a recipient of row i
+    (`reps[i, j]` is the broker), the rows ascending: the brokers in the order a walk over the
+    rows (and over each row's replicas) first meets them. That is the order in which
+    `Draft.send_leader_and_isr`, called partition by partition, makes the brokers' batches;
+    the whole-cluster decisions (columnar_*.py) fill each broker's batch whole from its rows."""
+    ids = reps[sent]  # row-major: row order, then replica order within a row
+    if not len(ids):
+        return []
+    at_row = np.nonzero(sent)[0]
+    brokers, first = np.unique(ids, return_index=True)
+    grouped = np.argsort(ids, kind="stable")  # each broker's entries, still in row order
+    starts = np.searchsorted(ids[grouped], brokers)
+    ends = np.append(starts[1:], len(ids))
+    return [(brokers[k].item(), at_row[grouped[starts[k]:ends[k]]]) for k in np.argsort(first, kind="stable").tolist()]

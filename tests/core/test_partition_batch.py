@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller_core.partition_batch import PartitionBatch
+from controller_core.partition_batch import PartitionBatch, by_broker
 from controller_core.values import TopicPartition
 
 TPS = [TopicPartition(t, p) for t in "ab" for p in range(4)]
@@ -47,3 +47,21 @@ def test_rows_that_do_not_fit_the_block_are_not_kept():
     batch = PartitionBatch()
     batch.extend(TPS[:3], distinct=True, rows=np.array([1, 2]))
     assert batch.rows() is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=4, unique_by=lambda e: e[0]),
+                max_size=12))
+def test_by_broker_groups_rows_in_the_order_a_walk_meets_the_brokers(rows):
+    """`by_broker` (the whole-cluster decisions' LeaderAndIsr batches) gives what a walk over
+    the rows and each row's replicas gives: brokers in first-met order, each with its rows."""
+    width = max([len(r) for r in rows] + [1])
+    reps = np.full((len(rows), width), -1, np.int32)
+    sent = np.zeros((len(rows), width), bool)
+    walked: dict[int, list[int]] = {}
+    for i, row in enumerate(rows):
+        for j, (b, s) in enumerate(row):
+            reps[i, j], sent[i, j] = b, s
+            if s:
+                walked.setdefault(b, []).append(i)
+    assert [(b, r.tolist()) for b, r in by_broker(reps, sent)] == list(walked.items())
