@@ -2,7 +2,8 @@
 
     python -m replay.package --out dist/     # writes dist/kctl-replay.zip and dist/kctl-replay-deps.zip
 
-- `kctl-replay.zip` holds the `controller_core` and `replay` packages and the journal format (`adapters.journal`), source only. Give it to
+- `kctl-replay.zip` holds the `controller_core` and `replay` packages, the journal format
+  (`adapters.journal`) and the runtime helpers the fold uses (`adapters.runtime`), source only. Give it to
   `spark-submit --py-files`, or let the job build and add it itself at start
   (`SparkContext.addPyFile`), which it does unless the code already comes from such a zip.
 - `kctl-replay-deps.zip` holds pure-Python copies of the core's two dependencies, attrs and
@@ -28,9 +29,11 @@ from pathlib import Path
 
 CODE_ZIP = "kctl-replay.zip"
 DEPS_ZIP = "kctl-replay-deps.zip"
-CODE_PACKAGES = ("controller_core", "replay", "adapters.journal")
-"""`adapters.journal` holds the journal's file format, which the executors read; it ships with its
-parent package's `__init__.py` only, not the rest of the shell."""
+CODE_PACKAGES = ("controller_core", "replay", "adapters.journal", "adapters.runtime")
+"""`adapters.journal` holds the journal's file format, which the executors read, and
+`adapters.runtime` the record parser and garbage-collector pauses the fold uses (both standard
+library only); they ship with their parent package's `__init__.py`, not the rest of the shell.
+tests/replay/test_package.py imports the job's modules from the zip alone."""
 DEP_PACKAGES = ("attr", "attrs", "immutables")
 _EXCLUDED_SUFFIXES = (".pyc", ".so", ".pyd", ".dylib")
 
@@ -41,6 +44,8 @@ def _package_dir(name: str) -> Path:
 
 
 def _add_file(zf: zipfile.ZipFile, arcname: str, data: bytes) -> None:
+    if arcname in zf.NameToInfo:
+        return  # (a parent's __init__.py, shared by two subpackages shipped)
     info = zipfile.ZipInfo(arcname, date_time=(1980, 1, 1, 0, 0, 0))
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16

@@ -83,6 +83,7 @@ from adapters.journal.format import (
     scan_segment,
     segment_name,
 )
+from adapters.runtime.jsonfast import loads as fast_loads
 
 __all__ = [
     "Journal",
@@ -373,7 +374,9 @@ class Journal:
         if not segments:
             return
         last = segments[-1]
-        scan = scan_segment(last.path, tolerate_torn_tail=True)
+        # (the whole last segment is checked: up to segment_bytes of records, parsed by orjson
+        # where it gives json's values, as the replay reads them)
+        scan = scan_segment(last.path, tolerate_torn_tail=True, loads=fast_loads)
         if scan.last_record is not None:
             owner = scan.last_record["controller_id"]
             if owner != self._controller_id:
