@@ -43,7 +43,7 @@ import time
 from controller_core import events as E
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
-from controller_core.values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
+from controller_core.values import BrokerInfo, LeaderIsr, TopicPartition, shared_assignment
 from replay import shell
 
 AT = 1_700_000_000_000
@@ -129,7 +129,9 @@ def bench_broker_startup(runs: int, partitions: int = 10_000) -> dict:
 def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | None = None,
                    partitions_per_topic: int = 100) -> E.ControllerElected:
     """ControllerElected with a snapshot of `n_partitions` RF-3 partitions: with `leader` set,
-    that broker leads every partition, else leaders rotate."""
+    that broker leads every partition, else leaders rotate. Equal assignments are one value
+    (`shared_assignment`), as the ZooKeeper reader (adapters/znodes/codec.py) and the journal's
+    codec give them; before 2026-11-28 each partition had its own."""
     n = len(brokers)
     topics, states = [], []
     for t in range(n_partitions // partitions_per_topic):
@@ -142,7 +144,7 @@ def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | Non
                 replicas = (leader, others[i % (n - 1)], others[(i + 1) % (n - 1)])
             else:
                 replicas = tuple(brokers[(i + k) % n] for k in range(3))
-            parts.append((p, ReplicaAssignment(replicas)))
+            parts.append((p, shared_assignment(replicas)))
             states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
         topics.append((name, tuple(parts)))
     snap = E.ClusterSnapshot(

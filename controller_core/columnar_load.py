@@ -6,7 +6,9 @@ the snapshot whose assignment `topics.validate_assignment` accepts, each partiti
 else Online or Offline by whether its leader is live, each replica Online on a live broker and
 ReplicaDeletionIneligible on a dead one), and the image is built from that map. Called by
 `on_elected` first, `load` makes the same image without a value per partition: the snapshot's
-tuples are flattened into a few lists, checked and turned into columns with one numpy call each.
+tuples are flattened into a few lists, checked and turned into columns with one numpy call each;
+the assignments, one shared value per distinct assignment as the ZooKeeper reader and the
+journal's codec give them, are checked and laid out once per value.
 
 It is exact, or it declines (None) and `on_elected` walks the partitions:
 
@@ -75,30 +77,41 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
     ras = list(map(_second, pairs))
     if not set(map(type, ps)) <= _INT:
         return None
-    reps = list(map(_replicas_of, ras))
+    # the assignments: a cluster has a few dozen distinct values among its partitions, shared
+    # (values.shared_assignment, as the ZooKeeper reader and the image make them), so each
+    # distinct object is checked and laid out once and every row takes its own by `code` (an
+    # unshared snapshot costs one dict lookup a row more than a pass over every row would)
+    # (`ras` holds the objects: their ids stay theirs meanwhile; numpy, not a dict: an unshared
+    # snapshot has as many distinct ids as rows)
+    first, code = np.unique(np.fromiter(map(id, ras), np.int64, n_all), return_index=True, return_inverse=True)[1:]
+    code = code.reshape(-1)
+    uniq = list(map(ras.__getitem__, first.tolist()))
+    reps = list(map(_replicas_of, uniq))
     ids = list(chain.from_iterable(reps))
     if not set(map(type, ids)) <= _INT:
         return None  # (a bool id: validate_assignment's verdict differs from numpy's)
     try:
-        lens = np.fromiter(map(len, reps), np.int64, n_all)
+        u_lens = np.fromiter(map(len, reps), np.int64, len(uniq))
         flat = np.fromiter(ids, np.int64, len(ids))
         p_arr = np.fromiter(ps, np.int64, n_all)
     except OverflowError:
         return None
-    width = max(MIN_WIDTH, int(lens.max()) if n_all else 0)
+    width = max(MIN_WIDTH, int(u_lens.max()) if n_all else 0)
 
     # -- the cheap checks, then the spec's verdict on each topic they single out ----------------
-    topic_of = np.repeat(np.arange(len(by_name)), counts)
-    starts = np.cumsum([0] + counts[:-1])
-    suspect_row = (lens == 0) | (p_arr != np.arange(n_all) - np.repeat(starts, counts).astype(np.int64))
+    u_suspect = u_lens == 0
     if len(flat):
-        row_of_id = np.repeat(np.arange(n_all), lens)
-        suspect_row[row_of_id[flat < 0]] = True
+        u_suspect[np.repeat(np.arange(len(uniq)), u_lens)[flat < 0]] = True
         if (flat > _I32).any():
             return None  # valid, but odd in the columns
-    rep_m = _packed(flat, lens, width)
-    srt = np.sort(rep_m, axis=1)
-    suspect_row |= ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != PAD)).any(axis=1)
+    u_rep = _packed(flat, u_lens, width)
+    srt = np.sort(u_rep, axis=1)
+    u_suspect |= ((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] != PAD)).any(axis=1)
+    lens = u_lens[code]
+    rep_m = u_rep[code]
+    topic_of = np.repeat(np.arange(len(by_name)), counts)
+    starts = np.cumsum([0] + counts[:-1])
+    suspect_row = u_suspect[code] | (p_arr != np.arange(n_all) - np.repeat(starts, counts).astype(np.int64))
     suspects = set(topic_of[suspect_row].tolist()) if suspect_row.any() else set()
     suspects.update(i for i, c in enumerate(counts) if c == 0)
     reasons: dict[str, str] = {}
@@ -115,13 +128,12 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
 
     if reasons:
         keep = ~np.isin(topic_of, np.array(sorted(suspects), np.int64))
-        kept_rows = np.flatnonzero(keep)
         lens = lens[keep]
         width = max(MIN_WIDTH, int(lens.max()) if len(lens) else 0)  # as wide as the kept rows need
         rep_m = rep_m[keep, :width]
-        ras = [ras[k] for k in kept_rows.tolist()]
+        code = code[keep]
         by_name = [e for e in by_name if e[0] not in reasons]
-    n = len(ras)
+    n = len(code)
     if not n:
         return Loaded(accepted, EMPTY_IMAGE, rejected)
 
@@ -166,21 +178,34 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
                       R_NON_EXISTENT).astype(np.int8)
 
     # -- reassignments in flight: few, checked one by one as `build` checks them ------------------
-    adding = np.zeros((n, width), bool)
-    removing = np.zeros((n, width), bool)
-    if set(map(_adding_of, ras)) | set(map(_removing_of, ras)) == {()}:
-        moving = np.zeros(n, bool)
+    # (per distinct assignment, of those the kept rows use)
+    if set(map(_adding_of, uniq)) | set(map(_removing_of, uniq)) == {()}:
+        u_moving = np.zeros(len(uniq), bool)
     else:
-        moving = np.fromiter(map(or_, map(bool, map(_adding_of, ras)), map(bool, map(_removing_of, ras))), bool, n)
-    for k in np.flatnonzero(moving).tolist():
-        ra = ras[k]
-        info = PartitionInfo(ra, None, PartitionState.NEW,
-                             tuple(_pair(r, ReplicaState.ONLINE) for r in ra.replicas))
-        if _is_odd(info):
-            return None
-        m = len(ra.replicas)
-        adding[k, :m] = [r in ra.adding for r in ra.replicas]
-        removing[k, :m] = [r in ra.removing for r in ra.replicas]
+        u_moving = np.fromiter(map(or_, map(bool, map(_adding_of, uniq)), map(bool, map(_removing_of, uniq))), bool,
+                               len(uniq))
+        used = np.zeros(len(uniq), bool)
+        used[code] = True
+        u_moving &= used  # (a rejected topic's: not checked)
+    if not u_moving.any():
+        moving = np.zeros(n, bool)
+        adding = np.zeros((n, width), bool)
+        removing = np.zeros((n, width), bool)
+    else:
+        u_adding = np.zeros((len(uniq), width), bool)
+        u_removing = np.zeros((len(uniq), width), bool)
+        for k in np.flatnonzero(u_moving).tolist():
+            ra = uniq[k]
+            info = PartitionInfo(ra, None, PartitionState.NEW,
+                                 tuple(_pair(r, ReplicaState.ONLINE) for r in ra.replicas))
+            if _is_odd(info):
+                return None
+            m = len(ra.replicas)
+            u_adding[k, :m] = [r in ra.adding for r in ra.replicas]
+            u_removing[k, :m] = [r in ra.removing for r in ra.replicas]
+        moving = u_moving[code]
+        adding = u_adding[code]
+        removing = u_removing[code]
 
     image = PartitionImage.from_columns(tps, width, {
         "present": np.ones(n, bool),

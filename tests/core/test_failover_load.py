@@ -42,6 +42,9 @@ def assignments(draw, valid: bool):
             if draw(st.booleans()):  # the columns list them in assignment order: an odd partition if not
                 adding = tuple(r for r in replicas if r in adding)
                 removing = tuple(r for r in replicas if r in removing)
+        if parts and draw(st.integers(0, 2)) == 0:  # the very value of an earlier partition, as
+            parts.append((p, parts[draw(st.integers(0, len(parts) - 1))][1]))  # shared_assignment shares them
+            continue
         parts.append((p, ReplicaAssignment(replicas, adding, removing)))
     if not valid:
         how = draw(st.sampled_from(["empty", "duplicate", "negative", "gap", "none", "order", "fine", "dup-id"]))
@@ -72,6 +75,9 @@ def snapshots(draw):
     topics, states = [], []
     for name in names:
         parts = draw(assignments(valid=draw(st.integers(0, 4)) != 0))
+        earlier = [ra for _, ps in topics for _, ra in ps]
+        if earlier and draw(st.integers(0, 3)) == 0:  # another topic's very values (rejected or not)
+            parts = tuple((p, earlier[draw(st.integers(0, len(earlier) - 1))]) for p, _ in parts)
         topics.append((name, parts))
         for p, ra in parts:
             if not ra.replicas or draw(st.integers(0, 7)) == 0:
