@@ -29,15 +29,24 @@ def comebacks(draw):
     return topics, states, configs, up, joining, sorted(also_dying), unclean, to_delete
 
 
-def both_ways(case, module=columnar_startup, entry="replicas_online"):
-    """The comeback's `step()` with the columnar path `module.<entry>` and without it."""
+def _settled(state) -> bool:
+    return not (state.pending or state.rechecking or not state.active)
+
+
+def both_ways(case, module=columnar_startup, entry="replicas_online", before=None):
+    """The comeback's `step()` with the columnar path `module.<entry>` and without it; `before`
+    (state -> state) runs after the election (None if a write or re-read is left open)."""
     topics, states, configs, up, joining, also_dying, unclean, to_delete = case
     config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
                               unclean_leader_election_enable=unclean)
     state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
                        topics_to_delete=frozenset(to_delete))
-    if state.pending or state.rechecking or not state.active:
+    if not _settled(state):
         return None
+    if before is not None:
+        state = before(state)
+        if not _settled(state):
+            return None
     listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
     event = E.BrokersChanged(at=AT, brokers=listing)
     return both_paths(module, entry, lambda: step(state, event))
@@ -59,23 +68,19 @@ def test_brokers_coming_back_to_partitions_being_moved_onto_them_get_the_command
     """As above, after a reassignment (settled) that moves partitions onto the down brokers: their
     replicas there are NewReplica when the brokers come back."""
     from .builders import run, tp
-    topics, states, configs, up, joining, also_dying, unclean, to_delete = case
-    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
-                              unclean_leader_election_enable=unclean)
-    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
-                       topics_to_delete=frozenset(to_delete))
-    if state.pending or state.rechecking or not state.active:
+    topics, _, _, up, joining, _, _, _ = case
+
+    def reassign(state):
+        every = [tp(t, p) for t, parts in sorted(topics.items()) for p in range(len(parts))]
+        moved = data.draw(st.lists(st.sampled_from(every), min_size=1, max_size=4, unique=True))
+        targets = tuple((x, tuple(data.draw(st.lists(st.sampled_from(sorted(set(up) | set(joining))), min_size=1,
+                                                      max_size=3, unique=True)))) for x in moved)
+        return run(state, E.ReassignmentRequested(at=AT, exists=True, partitions=targets))[0]
+
+    out = both_ways(case, before=reassign)
+    if out is None:
         return
-    every = [tp(t, p) for t, parts in sorted(topics.items()) for p in range(len(parts))]
-    moved = data.draw(st.lists(st.sampled_from(every), min_size=1, max_size=4, unique=True))
-    targets = tuple((x, tuple(data.draw(st.lists(st.sampled_from(sorted(set(up) | set(joining))), min_size=1,
-                                                  max_size=3, unique=True)))) for x in moved)
-    state, _ = run(state, E.ReassignmentRequested(at=AT, exists=True, partitions=targets))
-    if state.pending or state.rechecking or not state.active:
-        return
-    listing = tuple(broker(b) for b in sorted(set(up) - set(also_dying) | set(joining)))
-    event = E.BrokersChanged(at=AT, brokers=listing)
-    fast, slow, _ = both_paths(columnar_startup, "replicas_online", lambda: step(state, event))
+    fast, slow, _ = out
     assert_same(fast, slow)
 
 

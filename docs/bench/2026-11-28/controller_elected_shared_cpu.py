@@ -1,31 +1,25 @@
 """ControllerElected's step() in CPU time at 10,000 and 100,000 partitions, on a snapshot whose
-equal assignments are one value (as the ZooKeeper reader and the journal codec give them), built
-here so that an older tree (whose benchmarks/core_step.py built one value per partition) is
-measured on the same input. Run from the repository root with PYTHONPATH=. (or the other tree)."""
+equal assignments are one value (as the ZooKeeper reader and the journal codec give them):
+`benchmarks.core_step.snapshot_event`'s, its assignments shared here, so that an older tree
+(whose snapshot had one value per partition) is measured on the same input. Run from the
+repository root with PYTHONPATH=. (or the other tree)."""
 import statistics
 import time
 
-from controller_core import events as E
+import attrs
+
+from benchmarks.core_step import snapshot_event as _snapshot_event
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
-from controller_core.values import BrokerInfo, LeaderIsr, TopicPartition, shared_assignment
+from controller_core.values import shared_assignment
 
 
-def snapshot_event(n_partitions, brokers=(1, 2, 3, 4, 5), per_topic=100):
-    n = len(brokers)
-    topics, states = [], []
-    for t in range(n_partitions // per_topic):
-        name = f"topic-{t:05d}"
-        parts = []
-        for p in range(per_topic):
-            i = t * per_topic + p
-            replicas = tuple(brokers[(i + k) % n] for k in range(3))
-            parts.append((p, shared_assignment(replicas)))
-            states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
-        topics.append((name, tuple(parts)))
-    snap = E.ClusterSnapshot(brokers=tuple(BrokerInfo(b, "127.0.0.1", 9090 + b, 100 + b) for b in brokers),
-                             topics=tuple(topics), partition_states=tuple(states))
-    return E.ControllerElected(at=1_700_000_000_000, epoch=2, epoch_zk_version=1, snapshot=snap)
+def snapshot_event(n_partitions):
+    event = _snapshot_event(n_partitions)
+    snap = event.snapshot
+    topics = tuple((t, tuple((p, shared_assignment(ra.replicas, ra.adding, ra.removing)) for p, ra in parts))
+                   for t, parts in snap.topics)
+    return attrs.evolve(event, snapshot=attrs.evolve(snap, topics=topics))
 
 
 def main():
