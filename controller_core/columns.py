@@ -448,6 +448,18 @@ def _width_of(info) -> int:
 _first = itemgetter(0)
 
 
+def chunk_groups(rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """`(chunk, positions, slots)` for each chunk that row ids `rows` fall in, chunks ascending:
+    the positions in `rows` of that chunk's rows (in their order there) and their slots. A bulk
+    read or write over row ids works a chunk at a time through it (one sort of the chunk ids)."""
+    if not len(rows):
+        return []
+    c_of = rows >> _SHIFT
+    order = np.argsort(c_of, kind="stable")
+    bounds = np.flatnonzero(np.diff(c_of[order])) + 1
+    return [(int(c_of[part[0]]), part, rows[part] & _MASK) for part in np.split(order, bounds)]
+
+
 class RowIndex:
     """`TopicPartition -> row id` of an image loaded whole (`PartitionImage.from_columns`): a
     plain dict for the rows it was built with, and a persistent map of the rows added since.
@@ -769,15 +781,8 @@ class PartitionImage:
         for rows, cols in groups:
             if not len(rows):
                 continue
-            rows = np.asarray(rows, np.intp)
-            c_of = rows >> _SHIFT
-            s_of = rows & _MASK
-            order = np.argsort(c_of, kind="stable")
-            bounds = np.flatnonzero(np.diff(c_of[order])) + 1
-            for part in np.split(order, bounds):
-                c = int(c_of[part[0]])
+            for c, part, at in chunk_groups(np.asarray(rows, np.intp)):
                 mine = copied.setdefault(c, {})
-                at = s_of[part]
                 for name, values in cols.items():
                     a = mine.get(name)
                     if a is None:
@@ -886,14 +891,10 @@ class PartitionImage:
         known = np.flatnonzero(rows >= 0)
         if not len(known):
             return out
-        rows = rows[known]
-        chunk_of = rows >> _SHIFT
         odd = self.odd
-        for c in np.unique(chunk_of).tolist():
+        for c, part, slots in chunk_groups(rows[known]):
             ch = self.chunks[c]
-            at = chunk_of == c
-            slots = rows[at] & _MASK
-            where = known[at].tolist()
+            where = known[part].tolist()
             present = ch.present[slots].tolist()
             moving = ch.moving[slots].tolist()
             for k, s, row, p, m in zip(where, slots.tolist(), ch.replicas[slots].tolist(), present, moving):
@@ -1073,15 +1074,12 @@ class PartitionImage:
         if not len(rows):
             return found
         group = np.array(group_of, np.int64)[known]
-        chunk_of = rows >> _SHIFT
         keys: set[int] = set()  # group * _CODES + state code
-        for c in np.unique(chunk_of).tolist():  # (a topic's rows are one chunk or a few)
+        for c, part, slots in chunk_groups(rows):  # (a topic's rows are one chunk or a few)
             ch = self.chunks[c]
-            at = chunk_of == c
-            slots = rows[at] & _MASK
             present = ch.present[slots]
             slots = slots[present]
-            key = group[at][present][:, None] * _CODES + ch.rstate[slots]
+            key = group[part][present][:, None] * _CODES + ch.rstate[slots]
             keys.update(np.unique(key[ch.replicas[slots] != PAD]).tolist())
         for k in keys:
             found[k // _CODES].add(REPLICA_STATES[k % _CODES])

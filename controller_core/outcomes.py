@@ -15,7 +15,7 @@ import numpy as np
 
 from . import partitions as P
 from . import replicas as R
-from .columns import _MASK, _SHIFT
+from .columns import chunk_groups
 from .draft import ALL, Draft, emit_outbox
 from .events import PartitionStatesWritten
 from .machines import PartitionState, ReplicaState
@@ -89,13 +89,9 @@ def _landed_versions(d: Draft, versions) -> None:
         rows, new = rows[known], new[known]
     if not len(rows):
         return
-    chunk = rows >> _SHIFT
-    slot = rows & _MASK
     keep = np.zeros(len(rows), bool)
-    for c in np.unique(chunk).tolist():
+    for c, at, s in chunk_groups(rows):
         ch = image.chunks[c]
-        at = chunk == c
-        s = slot[at]
         keep[at] = ch.present[s] & ch.has_state[s] & (ch.zk_version[s] < new[at])
     if keep.any():
         d.replace_image(image.with_columns((rows[keep], {"zk_version": new[keep].astype(np.int32)})))
