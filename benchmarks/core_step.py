@@ -41,6 +41,7 @@ import sys
 import time
 
 from controller_core import events as E
+from controller_core.snapshot_states import SnapshotStates
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import BrokerInfo, LeaderIsr, TopicPartition, shared_assignment
@@ -129,11 +130,14 @@ def bench_broker_startup(runs: int, partitions: int = 10_000) -> dict:
 def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | None = None,
                    partitions_per_topic: int = 100) -> E.ControllerElected:
     """ControllerElected with a snapshot of `n_partitions` RF-3 partitions: with `leader` set,
-    that broker leads every partition, else leaders rotate. Equal assignments are one value
-    (`shared_assignment`), as the ZooKeeper reader (adapters/znodes/codec.py) and the journal's
-    codec give them; before 2026-11-28 each partition had its own."""
+    that broker leads every partition, else leaders rotate. Its values are shared as the
+    ZooKeeper reader shares them: equal assignments are one value (`shared_assignment`, as
+    adapters/znodes/codec.py and the journal's codec give them; before the morning of
+    2026-11-28 each partition had its own), and the partition states are the reader's columns,
+    each distinct state content once (`SnapshotStates`, adapters/controller/watches.py; before
+    the afternoon of 2026-11-28 a `LeaderIsr` per partition)."""
     n = len(brokers)
-    topics, states = [], []
+    topics, tps, codes, contents, content_index = [], [], [], [], {}
     for t in range(n_partitions // partitions_per_topic):
         name = f"topic-{t:05d}"
         parts = []
@@ -145,11 +149,17 @@ def snapshot_event(n_partitions: int, brokers=(1, 2, 3, 4, 5), leader: int | Non
             else:
                 replicas = tuple(brokers[(i + k) % n] for k in range(3))
             parts.append((p, shared_assignment(replicas)))
-            states.append((TopicPartition(name, p), LeaderIsr(replicas[0], 0, replicas, 1, 0)))
+            k = content_index.get(replicas)
+            if k is None:
+                k = content_index[replicas] = len(contents)
+                contents.append(LeaderIsr(replicas[0], 0, replicas, 1, 0))
+            tps.append(TopicPartition(name, p))
+            codes.append(k)
         topics.append((name, tuple(parts)))
     snap = E.ClusterSnapshot(
         brokers=tuple(BrokerInfo(b, "127.0.0.1", 9090 + b, 100 + b) for b in brokers),
-        topics=tuple(topics), partition_states=tuple(states))
+        topics=tuple(topics),
+        partition_states=SnapshotStates(tuple(tps), tuple(contents), codes, [0] * len(tps)))
     return E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap)
 
 

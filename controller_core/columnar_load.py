@@ -5,10 +5,12 @@ the snapshot whose assignment `topics.validate_assignment` accepts, each partiti
 `PartitionInfo` (its assignment, its state znode or none, the partition state New without one,
 else Online or Offline by whether its leader is live, each replica Online on a live broker and
 ReplicaDeletionIneligible on a dead one), and the image is built from that map. Called by
-`on_elected` first, `load` makes the same image without a value per partition: the snapshot's
-tuples are flattened into a few lists, checked and turned into columns with one numpy call each;
-the assignments, one shared value per distinct assignment as the ZooKeeper reader and the
-journal's codec give them, are checked and laid out once per value.
+`on_elected` first, `load` makes the same image without a value per partition: the assignments,
+one shared value per distinct assignment as the ZooKeeper reader and the journal's codec give
+them, are checked and laid out once per value; so are the state contents when the states come
+as the reader's columns (`SnapshotStates`: each distinct content once, spread over the rows by
+index); states given as pairs (a journal's record, tests) are flattened into a few lists,
+checked and turned into columns with one numpy call each.
 
 It is exact, or it declines (None) and `on_elected` walks the partitions:
 
@@ -34,6 +36,7 @@ import numpy as np
 from .columns import _I32, EMPTY_IMAGE, MIN_WIDTH, P_CODE, PAD, R_CODE, R_NON_EXISTENT, PartitionImage, _is_odd
 from .machines import PartitionState, ReplicaState
 from .partition_info import PartitionInfo, _pair
+from .snapshot_states import SnapshotStates
 from .state import TopicInfo
 from .topics import validate_assignment
 from .values import TopicPartition
@@ -59,7 +62,7 @@ class Loaded(NamedTuple):
     rejected: list[str]
 
 
-def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded | None:
+def load(topics: tuple, partition_states, live: frozenset[int]) -> Loaded | None:
     """The image of the snapshot's partitions as `on_elected` builds it (see the module
     docstring), or None when the columns cannot be trusted to hold it exactly."""
     if not ENABLED:
@@ -138,27 +141,33 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
 
     # -- the state znodes: the snapshot's own partitions when it lists a state for each, in
     # order (as the election adapter reads them), else looked up one by one ---------------------
-    tps, lis = _states_in_order(by_name, partition_states, n)
-    if tps is None:
-        tps = [_new(TopicPartition, (t, p)) for t, parts in by_name for p in range(len(parts))]
-        get = dict(partition_states).get
-        lis = list(map(get, tps))
-    if None in lis:
-        has = np.fromiter(map(is_not, lis, repeat(None)), bool, n)
-        lis = [_NO_STATE if li is None else li for li in lis]
-    else:
+    columns = _state_columns(by_name, partition_states, n) if type(partition_states) is SnapshotStates else None
+    if columns is not None:  # the reader's columns: each distinct content read once
+        tps, ints, isr_flat, isr_lens, content_of = columns
         has = np.ones(n, bool)
-    # one list a field (not `zip(*lis)`: that makes an iterator, a tracked object, per partition)
-    leaders, leps, isrs, ceps, vers = (list(map(itemgetter(k), lis)) for k in range(5))
-    isr_ids = list(chain.from_iterable(isrs))
-    # numpy infers an integer dtype only if every value is an int (a bool among ints reads as
-    # the int it is equal to, as it does in the walk's comparisons); anything else declines
-    ints = np.array((leaders, leps, ceps, vers))
-    isr_flat = np.array(isr_ids) if isr_ids else np.zeros(0, np.int64)
-    if ints.dtype.kind != "i" or isr_flat.dtype.kind != "i":
-        return None
-    ints = ints.astype(np.int64)
-    isr_lens = np.fromiter(map(len, isrs), np.int64, n)
+    else:
+        content_of = None
+        tps, lis = _states_in_order(by_name, partition_states, n)
+        if tps is None:
+            tps = [_new(TopicPartition, (t, p)) for t, parts in by_name for p in range(len(parts))]
+            get = dict(partition_states).get
+            lis = list(map(get, tps))
+        if None in lis:
+            has = np.fromiter(map(is_not, lis, repeat(None)), bool, n)
+            lis = [_NO_STATE if li is None else li for li in lis]
+        else:
+            has = np.ones(n, bool)
+        # one list a field (not `zip(*lis)`: that makes an iterator, a tracked object, per partition)
+        leaders, leps, isrs, ceps, vers = (list(map(itemgetter(k), lis)) for k in range(5))
+        isr_ids = list(chain.from_iterable(isrs))
+        # numpy infers an integer dtype only if every value is an int (a bool among ints reads as
+        # the int it is equal to, as it does in the walk's comparisons); anything else declines
+        ints = np.array((leaders, leps, ceps, vers))
+        isr_flat = np.array(isr_ids) if isr_ids else np.zeros(0, np.int64)
+        if ints.dtype.kind != "i" or isr_flat.dtype.kind != "i":
+            return None
+        ints = ints.astype(np.int64)
+        isr_lens = np.fromiter(map(len, isrs), np.int64, n)
     lo = -_I32 - 1
     if ((ints < lo) | (ints > _I32)).any() or (ints[1] < 0).any() \
             or (len(isr_flat) and ((isr_flat < 0) | (isr_flat > _I32)).any()):
@@ -167,6 +176,8 @@ def load(topics: tuple, partition_states: tuple, live: frozenset[int]) -> Loaded
     if width > rep_m.shape[1]:
         rep_m = np.concatenate([rep_m, np.full((n, width - rep_m.shape[1]), PAD, np.int64)], axis=1)
     isr_m = _packed(isr_flat, isr_lens, width)
+    if content_of is not None:
+        isr_m = isr_m[content_of]  # (the distinct contents' ISRs, spread over their partitions)
 
     # -- the machines' states: partitions by their leader, replicas by their broker ----------------
     live_ids = np.array(sorted(live), np.int64)
@@ -242,11 +253,44 @@ def _states_in_order(by_name: list, partition_states: tuple, n: int) -> tuple[li
     if len(partition_states) != n:
         return None, None
     tps = list(map(_first, partition_states))
-    ps = list(map(_second, tps))
-    if ps != list(chain.from_iterable(range(len(parts)) for _, parts in by_name)) or not set(map(type, ps)) <= _INT:
-        return None, None
-    if list(map(_first, tps)) != list(chain.from_iterable(repeat(t, len(parts)) for t, parts in by_name)):
-        return None, None
-    if not set(map(type, tps)) <= {TopicPartition}:
+    if not _in_row_order(by_name, tps):
         return None, None
     return tps, list(map(_second, partition_states))
+
+
+def _in_row_order(by_name: list, tps: list) -> bool:
+    """Whether `tps` are the rows' partitions in row order (topics by name, partitions 0..n-1)."""
+    ps = list(map(_second, tps))
+    if ps != list(chain.from_iterable(range(len(parts)) for _, parts in by_name)) or not set(map(type, ps)) <= _INT:
+        return False
+    if list(map(_first, tps)) != list(chain.from_iterable(repeat(t, len(parts)) for t, parts in by_name)):
+        return False
+    return set(map(type, tps)) <= {TopicPartition}
+
+
+def _state_columns(by_name: list, states: SnapshotStates, n: int) -> tuple | None:
+    """`(tps, ints, isr_flat, isr_lens, content_of)` straight from the reader's columns, when
+    they list one state per row in row order and every distinct content is some partition's;
+    None if not (the caller then reads them as pairs). `ints` holds per partition its leader,
+    leader epoch, controller epoch and znode version; the ISRs are the distinct contents' (their
+    members `isr_flat`, `isr_lens[k]` for content k), which `content_of` spreads over the rows.
+    Only the distinct contents are checked and flattened in Python: a few hundred values for
+    100,000 partitions after an election."""
+    if len(states) != n:
+        return None
+    tps = list(states.tps)
+    if not _in_row_order(by_name, tps):
+        return None
+    contents, code = states.contents, states.content_of
+    if not np.bincount(code, minlength=len(contents)).all():
+        return None
+    fields = np.array([(li[0], li[1], li[3]) for li in contents])
+    isrs = [li[2] for li in contents]
+    isr_ids = list(chain.from_iterable(isrs))
+    isr_flat = np.array(isr_ids) if isr_ids else np.zeros(0, np.int64)
+    if fields.dtype.kind != "i" or isr_flat.dtype.kind != "i":  # (as the pairs' path declines)
+        return None
+    ints = np.empty((4, n), np.int64)
+    ints[:3] = fields.astype(np.int64).T[:, code]
+    ints[3] = states.versions
+    return tps, ints, isr_flat, np.fromiter(map(len, isrs), np.int64, len(isrs)), code

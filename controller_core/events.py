@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import attrs
 
+from .snapshot_states import SnapshotStates
 from .values import BrokerInfo, LeaderIsr, ReplicaAssignment, TopicPartition
 
 frozen = attrs.frozen(kw_only=True)
@@ -21,6 +22,11 @@ def _tuple(value):
     return value if type(value) is tuple else tuple(value)
 
 
+def _states(value):
+    """A snapshot's partition states: the reader's columns as they are, anything else a tuple."""
+    return value if type(value) is tuple or type(value) is SnapshotStates else tuple(value)
+
+
 @frozen
 class ClusterSnapshot:
     """Everything a new controller reads from ZooKeeper before it acts.
@@ -28,7 +34,9 @@ class ClusterSnapshot:
     - `topics`: (topic, ((partition, ReplicaAssignment), ...)) for every parsable topic znode.
     - `malformed_topics`: (topic, problem) for topic znodes that could not be parsed.
     - `topic_configs`: (topic, ((key, value), ...)).
-    - `partition_states`: (TopicPartition, LeaderIsr) for every existing state znode.
+    - `partition_states`: (TopicPartition, LeaderIsr) for every existing state znode: a tuple
+      of pairs, or the same pairs as columns (`SnapshotStates`, what the election adapter
+      reads), which iterate and compare as that tuple.
     - `reassignment` / `preferred_election`: the admin znodes, as their events would carry them.
     """
 
@@ -36,7 +44,7 @@ class ClusterSnapshot:
     topics: tuple[tuple[str, tuple[tuple[int, ReplicaAssignment], ...]], ...] = attrs.field(default=(), converter=_tuple)
     malformed_topics: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
     topic_configs: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = attrs.field(default=(), converter=_tuple)
-    partition_states: tuple[tuple[TopicPartition, LeaderIsr], ...] = attrs.field(default=(), converter=_tuple)
+    partition_states: tuple[tuple[TopicPartition, LeaderIsr], ...] = attrs.field(default=(), converter=_states)
     topics_to_delete: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     reassignment: ReassignmentRequested | None = None
     preferred_election: PreferredElectionRequested | None = None

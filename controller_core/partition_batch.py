@@ -70,6 +70,8 @@ class PartitionBatch:
         partition twice (distinct rows of the image), and may give `rows`, the image rows they
         were found at; into an empty batch they then go as they are, without hashing one (a
         list is kept, not copied: the caller does not change it afterwards)."""
+        if isinstance(tps, (list, tuple)) and not tps:
+            return  # (nothing to add: no membership set of a 100,000-partition block made for it)
         if distinct and not self:
             self._block = tps if isinstance(tps, list) else list(tps)
             self._rows = rows if rows is not None and len(rows) == len(self._block) else None

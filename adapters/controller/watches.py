@@ -26,6 +26,7 @@ import time
 from typing import Callable
 
 from controller_core import events as E
+from controller_core.snapshot_states import SnapshotStates
 from controller_core.values import LeaderIsr, TopicPartition
 
 from adapters.znodes import codec as zkdata, paths as zkpaths
@@ -73,6 +74,38 @@ def _decode_states(tps, paths, values, missing: list | None) -> tuple:
                 li = li.with_version(version)
         out.append((tp, li))
     return tuple(out)
+
+
+def _decode_state_columns(tps, paths, values, missing: list | None) -> SnapshotStates:
+    """`_decode_states` for a new controller's snapshot, as columns: the partitions that have a
+    readable state, which distinct content each holds and its znode version. The distinct
+    contents are parsed once, as there; no `LeaderIsr` is made per partition
+    (controller_core/snapshot_states.py, read by the columnar load)."""
+    kept, codes, versions = [], [], []
+    content_of: dict[bytes, int] = {}
+    contents: list[LeaderIsr] = []
+    for tp, path in zip(tps, paths):
+        value = values.get(path)
+        if value is None:
+            if missing is not None:
+                missing.append(tp)
+            continue
+        data, version = value[0], value[1].version
+        if type(data) is not bytes:
+            data = bytes(data)
+        k = content_of.get(data)
+        if k is None:
+            try:
+                li = zkdata.decode_partition_state(data, version, tp=tp)
+            except zkdata.ZnodeFormatError as exc:
+                log.error("unreadable state of %s: %s", tp, exc)
+                continue
+            k = content_of[data] = len(contents)
+            contents.append(li)
+        kept.append(tp)
+        codes.append(k)
+        versions.append(version)
+    return SnapshotStates(tuple(kept), tuple(contents), codes, versions)
 
 
 def broker_id_of(name: str) -> int | None:
@@ -167,7 +200,7 @@ class ControllerWatches:
                 pending = [f for t, f in self.topic_delivered.items() if t in self.topic_names]
                 await asyncio.gather(*pending)
                 t2 = time.perf_counter()
-                states = await self._read_states()
+                states = await self._read_states(columns=True)
                 timing["topics_s"] += t2 - t1
                 timing["states_s"] += time.perf_counter() - t2
                 if not topic_starter.dirty and all(t in self.topics for t in self.topic_names):
@@ -479,19 +512,21 @@ class ControllerWatches:
         if states and self.live:
             self.put_event(E.PartitionStatesObserved(at=self.clock(), states=states, source="isr_change"))
 
-    async def _read_states(self, tps=None, missing: list | None = None) -> tuple:
+    async def _read_states(self, tps=None, missing: list | None = None, columns: bool = False):
         """(tp, LeaderIsr or None) for `tps` (default: every partition of the known topics);
-        partitions without a state znode are also appended to `missing`."""
+        partitions without a state znode are also appended to `missing`. `columns`: the
+        readable states as a new controller's snapshot holds them (`_decode_state_columns`)."""
         if tps is None:
             tps = [TopicPartition(t, p) for t, parts in sorted(self.topics.items()) if isinstance(parts, dict)
                    for p in sorted(parts)]
         paths = [zkpaths.partition_state(tp.topic, tp.partition) for tp in tps]
         values = await self.read_many(paths)
+        decode = _decode_state_columns if columns else _decode_states
         if len(paths) >= DECODE_OFF_LOOP:
             # 100,000 state znodes take seconds to parse: in a worker thread, so that the loop
             # keeps the session's heartbeats going meanwhile (the watches wait for the result)
-            return await asyncio.to_thread(_decode_states, tps, paths, values, missing)
-        return _decode_states(tps, paths, values, missing)
+            return await asyncio.to_thread(decode, tps, paths, values, missing)
+        return decode(tps, paths, values, missing)
 
     def _snapshot(self, states) -> E.ClusterSnapshot:
         topics, malformed = [], []
@@ -506,7 +541,7 @@ class ControllerWatches:
             topics=tuple(topics),
             malformed_topics=tuple(malformed),
             topic_configs=tuple((t, c) for t, c in sorted(self.configs.items()) if t in self.topic_names and c),
-            partition_states=tuple((tp, li) for tp, li in states if li is not None),
+            partition_states=states if type(states) is SnapshotStates else tuple((tp, li) for tp, li in states if li is not None),
             topics_to_delete=self.deletions,
             reassignment=self.reassignment,
             preferred_election=self.preferred,

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from controller_core import codec, columnar_load, failover
 from controller_core import events as E
 from controller_core.columns import PartitionImage
+from controller_core.snapshot_states import SnapshotStates
 from controller_core.state import ControllerConfig, initial_state
 from controller_core.step import step
 from controller_core.values import LeaderIsr, ReplicaAssignment, TopicPartition
@@ -98,7 +99,8 @@ def snapshots(draw):
     snap = E.ClusterSnapshot(
         brokers=tuple(broker(b) for b in sorted(alive)),
         topics=tuple(topics),
-        partition_states=tuple(states),
+        # as pairs, or as the election adapter reads them: columns, each distinct content once
+        partition_states=SnapshotStates.of(states) if draw(st.booleans()) else tuple(states),
         topics_to_delete=to_delete,
         malformed_topics=(("bad", "not json"),) if draw(st.integers(0, 5)) == 0 else (),
     )
@@ -173,8 +175,10 @@ def test_controller_elected_decides_the_same_with_and_without_the_columnar_load(
     assert_same(*both_ways(*case))
 
 
-def test_a_large_healthy_snapshot_is_loaded_as_columns_and_decided_the_same():
-    """Several chunks, states listed in order (the election adapter's order): the fast lookup."""
+@pytest.mark.parametrize("form", ["pairs", "columns"])
+def test_a_large_healthy_snapshot_is_loaded_as_columns_and_decided_the_same(form):
+    """Several chunks, states listed in order (the election adapter's order): the fast lookup,
+    and with the reader's columns no state read one by one."""
     names = [f"topic-{t:03d}" for t in range(30)]
     topics, states = [], []
     for t, name in enumerate(names):
@@ -182,11 +186,15 @@ def test_a_large_healthy_snapshot_is_loaded_as_columns_and_decided_the_same():
         for p in range(100):
             replicas = tuple(1 + (t + p + k) % 5 for k in range(3))
             parts.append((p, ReplicaAssignment(replicas)))
-            states.append((TopicPartition(name, p), LeaderIsr(replicas[(p % 7 == 0) * 1], 3, replicas, 1, 4)))
+            states.append((TopicPartition(name, p), LeaderIsr(replicas[(p % 7 == 0) * 1], 3, replicas, 1, 4 + p % 3)))
         topics.append((name, tuple(parts)))
+    partition_states = SnapshotStates.of(states) if form == "columns" else tuple(states)
     snap = E.ClusterSnapshot(brokers=tuple(broker(b) for b in (1, 2, 4, 5)), topics=tuple(reversed(topics)),
-                             partition_states=tuple(states))
+                             partition_states=partition_states)
     assert columnar_load._states_in_order(sorted(snap.topics), snap.partition_states, 3000)[0] is not None
+    if form == "columns":
+        assert len(partition_states.contents) < 100
+        assert columnar_load._state_columns(sorted(snap.topics), partition_states, 3000) is not None
     loaded = columnar_load.load(snap.topics, snap.partition_states, _live(snap))
     assert loaded is not None and len(loaded.image.chunks) == 3
     _same_image(loaded.image, failover._build(snap, _live(snap))[1])
