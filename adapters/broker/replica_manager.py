@@ -290,7 +290,8 @@ class SimulatedReplicaManager:
         if r is None:
             r = self._replicas[tp] = _Replica(tp)
         was_leader = r.role == ROLE_LEADER
-        removed = set(r.isr) - set(view.isr) - {self.broker_id} if view.leader_epoch > r.leader_epoch else set()
+        me = self.broker_id
+        removed = {b for b in r.isr if b not in view.isr and b != me} if view.leader_epoch > r.leader_epoch else ()
         r.apply(view, ROLE_LEADER)
         r.leader = self.broker_id
         r.in_flight = r.blocked = False
@@ -299,7 +300,8 @@ class SimulatedReplicaManager:
             r.followers = {}
             r.stopped = set()
             r.removed = set()
-        r.removed |= removed
+        if removed:
+            r.removed |= removed
         self._led[tp] = None
         self._refresh(r, now)
 
@@ -477,20 +479,35 @@ class SimulatedReplicaManager:
                 and broker not in r.removed and broker not in r.offline)
 
     def _refresh(self, r: _Replica, now: float) -> None:
-        """Recompute which followers fetch (stamping changes with `now`) and reschedule."""
+        """Recompute which followers fetch (stamping changes with `now`) and reschedule. The
+        followers are the replicas and ISR members other than this broker; each fetches as
+        `_fetching` says (inlined here: a LeaderAndIsr or UpdateMetadata of 10,000 partitions
+        refreshes thousands of them)."""
         me = self.broker_id
-        wanted = (set(r.replicas) | set(r.isr)) - {me}
-        followers = r.followers
-        for b in list(followers):
-            if b not in wanted:
-                del followers[b]
-        for b in wanted:
-            fetching = self._fetching(r, b)
+        live = self._live
+        replicas, isr, followers = r.replicas, r.isr, r.followers
+        for b in [b for b in followers if b == me or (b not in replicas and b not in isr)]:
+            del followers[b]
+        stopped, removed, offline = r.stopped, r.removed, r.offline
+        for b in replicas:
+            if b == me:
+                continue
+            fetching = (live is not None and b in live and b not in stopped and b not in removed
+                        and b not in offline)
             f = followers.get(b)
             if f is None:
                 followers[b] = _Follower(fetching, now)
             elif f.fetching != fetching:
                 f.fetching = fetching
+                f.since = now
+        for b in isr:  # ISR members outside the assignment (a reassignment's leftovers) never fetch
+            if b == me or b in replicas:
+                continue
+            f = followers.get(b)
+            if f is None:
+                followers[b] = _Follower(False, now)
+            elif f.fetching:
+                f.fetching = False
                 f.since = now
         self._schedule(r)
 
@@ -521,11 +538,14 @@ class SimulatedReplicaManager:
             self._due.pop(tp, None)
             return
         at = None
-        me_in_isr = self.broker_id in r.isr
+        isr = r.isr
+        me_in_isr = self.broker_id in isr
         for b, f in r.followers.items():
-            if f.fetching and b not in r.isr:
-                t = f.since + self._catch_up_ms(r, b)
-            elif not f.fetching and b in r.isr and me_in_isr:
+            if f.fetching:
+                if b in isr:
+                    continue
+                t = f.since + (self._catch_up_ms(r, b) if self.throttle is not None else self.catch_up_delay_ms)
+            elif me_in_isr and b in isr:
                 t = f.since + self.replica_lag_time_max_ms
             else:
                 continue
