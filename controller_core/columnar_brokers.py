@@ -27,7 +27,6 @@ random clusters that `step()` gives the same state and commands with and without
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from itertools import compress
 from typing import Collection
 
@@ -38,6 +37,7 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import ALL, Draft
+from .partition_batch import PartitionBatch, by_broker
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 
 ENABLED = True
@@ -116,46 +116,14 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
 
     # -- the decision order: partitions sorted, the elected ones first (partitions.
     # offline_then_elect), then every partition with a dead replica (replicas._to_offline) -----
-    e_tps = image.tps(elect_rows)
-    e_order = sorted(range(len(e_tps)), key=e_tps.__getitem__)
-    e_tps = [e_tps[k] for k in e_order]
-    e_rows = elect_rows[np.array(e_order, np.intp)] if len(e_order) else elect_rows
-    t_rows = np.flatnonzero(touched)
-    t_tps = image.tps(t_rows)
-    t_order = sorted(range(len(t_tps)), key=t_tps.__getitem__)
-    t_tps = [t_tps[k] for k in t_order]
-    t_rows = t_rows[np.array(t_order, np.intp)] if len(t_order) else t_rows
+    e_tps, e_rows = _in_partition_order(image, elect_rows)
+    t_tps, t_rows = _in_partition_order(image, np.flatnonzero(touched))
     is_elected = np.zeros(n, bool)
     is_elected[elect_rows] = True
 
     # -- the request batch: LeaderAndIsr per broker, StopReplica, the state-change log ----------
-    lai_lists: defaultdict[int, list] = defaultdict(list)
-    shapes: dict[tuple, tuple] = {}
-    for tp, row in zip(e_tps, replicas[e_rows].tolist()):
-        key = tuple(row)
-        to = shapes.get(key)
-        if to is None:
-            to = shapes[key] = tuple(r for r in _cut(row) if r in live)
-        for b in to:
-            lai_lists[b].append(tp)
-    stops: defaultdict[int, list] = defaultdict(list)
-    offline_log: defaultdict[tuple, list] = defaultdict(list)
-    dead_shapes: dict[tuple, tuple] = {}
-    for tp, row, codes in zip(t_tps, replicas[t_rows].tolist(), rstate[t_rows].tolist()):
-        key = tuple(row)
-        plan = dead_shapes.get(key)
-        if plan is None:
-            reps = _cut(row)
-            plan = dead_shapes[key] = tuple((r, j, tuple(x for x in reps if x != r))
-                                            for r, j in sorted((r, j) for j, r in enumerate(reps) if r in dead))
-        for r, j, others in plan:
-            stops[r].append(tp)
-            for b in others:
-                lai_lists[b].append(tp)
-            lkey = (codes[j], r)
-            offline_log[lkey].append(tp)
-
-    d.add_leader_and_isr(lai_lists)
+    offline_log = _batch(d, live, e_tps, e_rows, replicas[e_rows], t_tps, t_rows, replicas[t_rows],
+                         dead_replica[t_rows], rstate[t_rows], is_elected[t_rows])
     if e_tps or t_tps:
         d.um_everyone = True
         if not d.um_all:
@@ -163,13 +131,6 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
             told = ~is_elected[t_rows]
             d.um_tps.extend(e_tps + list(compress(t_tps, told.tolist())), distinct=True,
                             rows=np.concatenate((e_rows, t_rows[told])))
-    stop = d.stop
-    for r, tps in stops.items():
-        per = stop.get((r, False))
-        if per is None:
-            stop[(r, False)] = dict.fromkeys(tps)
-        else:
-            per.update(dict.fromkeys(tps))
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
     if len(refused_rows) or unclean.any() or (pstate[elect_rows] != _ONLINE).any():
         _log_elections(d, image, tried_rows, ok, unclean, pstate[tried_rows] == _ONLINE, replicas, isr)
@@ -177,7 +138,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         d.record_many(online, offline, e_tps)
         d.record_many(offline, online, e_tps)
     target = ReplicaState.OFFLINE
-    for (code, r), tps in offline_log.items():
+    for code, r, tps in offline_log:
         d.record_many(REPLICA_STATES[code], target, tps, r)
 
     # -- the writes, elected partitions first, each with the intents that produced it -----------
@@ -215,6 +176,78 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     if not len(tried_rows):
         d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader to elect
     return True
+
+
+def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
+    """The partitions of `rows` (ascending) and their rows, sorted by partition: as they are
+    when the image lays its rows out in partition order (`in_order`), else sorted here."""
+    tps = image.tps(rows)
+    if image.in_order or not len(rows):
+        return tps, rows
+    order = sorted(range(len(tps)), key=tps.__getitem__)
+    return [tps[k] for k in order], rows[np.array(order, np.intp)]
+
+
+def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, t_tps: list, t_rows: np.ndarray,
+           t_reps: np.ndarray, t_dead: np.ndarray, t_codes: np.ndarray, t_elected: np.ndarray) -> list:
+    """The request batch and replica log of `brokers.on_broker_failure`, from the columns:
+    LeaderAndIsr of each elected partition (`e_*`, partition order) to its live replicas; for
+    each touched partition (`t_*`, partition order, `t_dead` marking the replicas on the brokers
+    that just died) and each of its dead replicas (by broker id), StopReplica to it, LeaderAndIsr
+    to the partition's other replicas, dead or alive (as `replicas._to_offline` sends), and its
+    Offline transition in the state-change log. Each broker's batch lists a partition once, at
+    its first mention, and brokers, stops and log groups come in the order of their first
+    mention in that walk: `by_broker` over matrices laid out in the walk's order (a touched
+    row's replicas once per dead replica, the dead replica left out) finds both without a
+    Python step per partition. Returns the log's groups, `(replica state code, broker,
+    partitions)`, for the caller to record after the elections' lines, as the walk does."""
+    m, width = t_reps.shape
+    lai = d.lai
+    # the walk's dead replicas of each touched row, by broker id, with their replica states
+    reps64 = t_reps.astype(np.int64)
+    by_id = np.argsort(np.where(t_dead, reps64, np.iinfo(np.int64).max), axis=1, kind="stable")
+    dead_ids = np.take_along_axis(reps64, by_id, axis=1)
+    dead_sorted = np.take_along_axis(t_dead, by_id, axis=1)
+    dead_codes = np.take_along_axis(t_codes.astype(np.int64), by_id, axis=1)
+    n_dead = int(t_dead.sum(axis=1).max()) if m else 0
+    # LeaderAndIsr of a touched row goes, per dead replica, to every other replica; a live one of
+    # an elected row was told with the elections, first
+    t_live = V.member(t_reps, live)
+    assigned = (t_reps != PAD) & ~(t_elected[:, None] & t_live)
+    blocks = [assigned & (t_reps != dead_ids[:, k:k + 1]) & dead_sorted[:, k:k + 1] for k in range(n_dead)]
+    e_groups = by_broker(e_reps, (e_reps != PAD) & V.member(e_reps, live))
+    t_groups = by_broker(np.tile(t_reps, (1, n_dead)), np.concatenate(blocks, axis=1)) if n_dead else []
+    # each broker's positions in the elected and in the touched lists, brokers in walk order
+    per_broker: dict[int, list] = {b: [rows, None] for b, rows in e_groups}
+    for b, rows in t_groups:
+        rows = rows[np.r_[True, rows[1:] != rows[:-1]]]  # (a row listed once per other dead replica)
+        per_broker.setdefault(b, [None, None])[1] = rows
+    no_rows = np.zeros(0, np.intp)
+    for b, (in_e, in_t) in per_broker.items():
+        tps, rows = [], []
+        if in_e is not None:
+            tps, rows = list(map(e_tps.__getitem__, in_e.tolist())), [e_rows[in_e]]
+        if in_t is not None:
+            tps += map(t_tps.__getitem__, in_t.tolist())
+            rows.append(t_rows[in_t])
+        per = lai.get(b)
+        if per is None:
+            per = lai[b] = PartitionBatch()
+        per.extend(tps, distinct=True, rows=np.concatenate(rows) if rows else no_rows)
+    if not n_dead:
+        return []
+    # StopReplica to each dead replica, and its log line, in the walk's order
+    stop = d.stop
+    for r, rows in by_broker(dead_ids[:, :n_dead], dead_sorted[:, :n_dead]):
+        tps = list(map(t_tps.__getitem__, rows.tolist()))
+        per = stop.get((r, False))
+        if per is None:
+            stop[(r, False)] = dict.fromkeys(tps)
+        else:
+            per.update(dict.fromkeys(tps))
+    keys = dead_codes[:, :n_dead] * (1 << 32) + dead_ids[:, :n_dead]
+    return [(key >> 32, key & 0xFFFFFFFF, list(map(t_tps.__getitem__, rows.tolist())))
+            for key, rows in by_broker(keys, dead_sorted[:, :n_dead])]
 
 
 def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: np.ndarray, was_online: np.ndarray,
