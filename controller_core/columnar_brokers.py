@@ -239,12 +239,10 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     # StopReplica to each dead replica, and its log line, in the walk's order
     stop = d.stop
     for r, rows in by_broker(dead_ids[:, :n_dead], dead_sorted[:, :n_dead]):
-        tps = list(map(t_tps.__getitem__, rows.tolist()))
         per = stop.get((r, False))
         if per is None:
-            stop[(r, False)] = dict.fromkeys(tps)
-        else:
-            per.update(dict.fromkeys(tps))
+            per = stop[(r, False)] = PartitionBatch()
+        per.extend(list(map(t_tps.__getitem__, rows.tolist())), distinct=True, rows=t_rows[rows])
     keys = dead_codes[:, :n_dead] * (1 << 32) + dead_ids[:, :n_dead]
     return [(key >> 32, key & 0xFFFFFFFF, list(map(t_tps.__getitem__, rows.tolist())))
             for key, rows in by_broker(keys, dead_sorted[:, :n_dead])]

@@ -188,7 +188,8 @@ def start_machines(d: Draft) -> bool:
         if not d.um_all:
             d.um_tps.add(tp)
     for r, sent in stops.items():
-        d.stop[(r, False)] = dict.fromkeys(sent)
+        d.stop[(r, False)] = batch = PartitionBatch()  # (the draft stops nothing yet: checked above)
+        batch.extend(sent, distinct=True)  # (one entry a partition and dead replica)
     target = ReplicaState.OFFLINE
     for (code, r), logged in offline_log.items():
         d.record_many(REPLICA_STATES[code], target, logged, r)

@@ -145,7 +145,8 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
         d.um_everyone = True  # (a refused election sends nothing)
         d.um_tps.extend(l_tps + f_tps, distinct=True)
     if f_tps:
-        d.stop[(broker_id, False)] = dict.fromkeys(f_tps)
+        d.stop[(broker_id, False)] = stopped = PartitionBatch()  # (empty before: checked above)
+        stopped.extend(f_tps, distinct=True)
         distinct, first = np.unique(codes, return_index=True)
         for code in distinct[np.argsort(first)].tolist():  # in the order the walk meets them
             d.record_many(REPLICA_STATES[code], ReplicaState.OFFLINE, list(compress(f_tps, (codes == code).tolist())),

@@ -154,7 +154,7 @@ class Draft:
         self.um_everyone = False  # UpdateMetadata to every live-or-shutting-down broker
         self.um_all = False
         self.um_tps = PartitionBatch()
-        self.stop: dict[tuple[int, bool], dict[TopicPartition, None]] = {}
+        self.stop: dict[tuple[int, bool], PartitionBatch] = {}  # (broker, delete) -> its partitions
         self.commands: list = []
         self.rejections: dict[str, list[str]] = {}
         self.log: dict[tuple, list[TopicPartition]] = {}
@@ -520,8 +520,8 @@ class Draft:
         key = (broker, delete)
         tps = self.stop.get(key)
         if tps is None:
-            tps = self.stop[key] = {}
-        tps[tp] = None
+            tps = self.stop[key] = PartitionBatch()
+        tps.add(tp)
 
     # -- finishing ------------------------------------------------------------------------------
 
@@ -637,14 +637,14 @@ class Draft:
             return _new(_Release, (
                 tuple((b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
                 frozenset(self.um_brokers), ALL if self.um_all else self.um_tps.tps(),
-                tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
+                tuple((b, d, tps.tps()) for (b, d), tps in self.stop.items()) if self.stop else (),
                 tuple(self.shutdown_replies), tuple(self.election_replies), ()))
         return Outbox(
             leader_and_isr=tuple(
                 (b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
             um_brokers=frozenset(self.um_brokers),
             um_partitions=ALL if self.um_all else self.um_tps.tps(),
-            stop_replica=tuple((b, d, tuple(tps)) for (b, d), tps in self.stop.items()) if self.stop else (),
+            stop_replica=tuple((b, d, tps.tps()) for (b, d), tps in self.stop.items()) if self.stop else (),
             shutdown_replies=tuple(self.shutdown_replies),
             election_replies=tuple(self.election_replies),
             intents=FrozenDict(self.intents) if parked else NO_ENTRIES,
