@@ -521,11 +521,37 @@ def _phases(probe: Probe, end: float, trigger: str, release_type) -> dict:
     out["events"] = by_type
     out["after_end"] = after
     out["zk_write_counts"] = write_counts
+    out["timeline"] = timeline(probe, end)
     if probe.cpu is not None:
         out["cpu"] = probe.cpu
     if probe.peak_rss_mb is not None:
         out["peak_rss_mb"] = probe.peak_rss_mb
     return out
+
+
+def timeline(probe: Probe, end: float) -> list[dict]:
+    """What happened in one run, in ms from t0, for reading where its time went (the result's
+    `timeline_of_median_run`, `failover_report --timeline`): each event the controller
+    processed (from when it was queued to when its commands were executed), each partition-state
+    write (from its start to its outcome) and each broker's acknowledgement of a request (from
+    when the controller queued it for that broker). Entries reported after the end are kept."""
+    t0 = probe.t0
+    rows = []
+    for event, t in probe.events:
+        spent = t["queue_ms"] + t["journal_ms"] + t["step_ms"] + t["execute_ms"]
+        done = (t["done"] - t0) * 1000
+        rows.append({"what": "event", "name": type(event).__name__, "start_ms": round(done - spent, 2),
+                     "end_ms": round(done, 2), "queue_ms": round(t["queue_ms"], 2),
+                     "journal_ms": round(t["journal_ms"], 2), "step_ms": round(t["step_ms"] + t["execute_ms"], 2)})
+    for at, write_id, count, seconds in probe.writes:
+        rows.append({"what": "zk_write", "name": f"write {write_id}", "partitions": count,
+                     "start_ms": round((at - seconds - t0) * 1000, 2), "end_ms": round((at - t0) * 1000, 2)})
+    for at, broker, api, elapsed_ms in probe.acks:
+        rows.append({"what": "ack", "name": api, "broker": broker,
+                     "start_ms": round((at - t0) * 1000 - elapsed_ms, 2), "end_ms": round((at - t0) * 1000, 2)})
+    rows.sort(key=lambda r: (r["start_ms"], r["end_ms"]))
+    return [{"what": "end", "name": "end", "start_ms": round((end - t0) * 1000, 2),
+             "end_ms": round((end - t0) * 1000, 2)}] + rows
 
 
 def _before_end(timing: dict, end: float) -> dict:
@@ -608,6 +634,8 @@ def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
             out["zk_writes_of_median_run"] = median_run["zk_write_counts"]
         if "after_end" in median_run:  # what the probe saw after the end, left out of the phases
             out["after_end_of_median_run"] = median_run["after_end"]
+        if "timeline" in median_run:
+            out["timeline_of_median_run"] = median_run["timeline"]
     if unprepared is not None:
         out["unprepared_ms"] = unprepared["total_ms"]
         out["unprepared_phases_ms"] = unprepared["phases_ms"]
@@ -961,6 +989,49 @@ def chart(results: dict, path: Path, partitions: int | None = None) -> None:
     plt.close(fig)
 
 
+def timeline_chart(results: dict, path: Path, partitions: int | None = None, mode: str = "batched") -> bool:
+    """The median run of `mode` in each scenario at one size, laid out in time: a row for the
+    partition-state writes, one per event type the controller processed, one per broker and
+    request type acknowledged; each bar from start to end (an event from when it was queued), the
+    run's end as a dashed line. False (nothing drawn) if no scenario has a timeline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    partitions = partitions or results["partitions"]
+    by_size = results["by_partitions"][str(partitions)]
+    runs = [(scenario, modes[mode]["timeline_of_median_run"]) for scenario, modes in by_size["scenarios"].items()
+            if mode in modes and modes[mode].get("timeline_of_median_run")]
+    if not runs:
+        return False
+    colors = {"zk_write": "tab:orange", "event": "tab:blue", "ack": "tab:green"}
+    fig, axes = plt.subplots(len(runs), 1, figsize=(11, 1.6 + 2.4 * len(runs)), squeeze=False)
+    for ax, (scenario, rows) in zip(axes[:, 0], runs):
+        end = next(r["end_ms"] for r in rows if r["what"] == "end")
+        lanes: dict[str, int] = {}
+        for r in rows:
+            if r["what"] == "end":
+                continue
+            lane = ("ZooKeeper writes" if r["what"] == "zk_write" else f"controller: {r['name']}"
+                    if r["what"] == "event" else f"broker {r['broker']}: {r['name']}")
+            y = lanes.setdefault(lane, len(lanes))
+            ax.barh(y, max(r["end_ms"] - r["start_ms"], 0.5), left=r["start_ms"], height=0.6,
+                    color=colors[r["what"]], alpha=0.55 if r["what"] == "ack" else 0.85)
+        ax.axvline(end, color="black", linestyle="--", linewidth=1)
+        ax.text(end, len(lanes) - 0.4, f" end {end:,.0f} ms", fontsize=8, va="top")
+        ax.set_yticks(range(len(lanes)), list(lanes), fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(f"{scenario}, {mode}, {partitions:,} partitions: the median run", fontsize=10)
+        ax.set_xlabel("ms from t0 (events from when they were queued; acknowledgements from when the request "
+                      "was queued for the broker)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def scaling_chart(results: dict, path: Path) -> None:
     """End-to-end median against partitions, log-log, one panel per scenario, one line per
     mode, and a dotted one for the modes with a client-visible end."""
@@ -1022,6 +1093,8 @@ def main(args) -> int:
     (out / "result.partial.json").unlink(missing_ok=True)
     charts = [out / "failover.png"]
     chart(results, out / "failover.png")
+    if timeline_chart(results, out / "timeline.png"):
+        charts.append(out / "timeline.png")
     if len(results["sizes"]) > 1:
         for size in results["sizes"]:
             chart(results, out / f"failover-{size}.png", size)

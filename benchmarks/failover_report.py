@@ -2,6 +2,10 @@
 
     python -m benchmarks.failover_report OUT/result.json [--charts DIR]
 
+`--charts` draws the phase chart of each size, the scaling chart of a run over several sizes,
+and (for results recorded since 2026-11-28) the median `batched` run of each scenario in time
+(`timeline-<size>.png`: the writes, the controller's events, each broker's acknowledgements).
+
 Also reads `result.partial.json`, which `kctl bench failover` rewrites after each mode, so a long
 scaling run stopped midway still gives its tables and charts (for the sizes and scenarios that
 finished).
@@ -13,7 +17,7 @@ import json
 from pathlib import Path
 
 from benchmarks import client_visible
-from benchmarks.failover import CLUSTER_MODES, MODES, chart, scaling_chart
+from benchmarks.failover import CLUSTER_MODES, MODES, chart, scaling_chart, timeline_chart
 
 RATIOS = ("kafka24_over_batched", "batched_over_java_floor", "batched_over_floor", "zk_floor_over_java_floor",
           "sequential_over_batched")
@@ -80,6 +84,7 @@ def main(argv=None) -> int:
         done = [s for s in results["sizes"] if any(results["by_partitions"].get(str(s), {}).get("scenarios", {}).values())]
         for size in done:
             chart(results, out / f"failover-{size}.png", size)
+            timeline_chart(results, out / f"timeline-{size}.png", size)  # (results of before 2026-11-28 have none)
         if len(done) > 1:
             scaling_chart({**results, "sizes": done}, out / "scaling.png")
     return 0

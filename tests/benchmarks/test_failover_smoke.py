@@ -57,9 +57,19 @@ def test_bench_failover_smoke(smoke):
                     assert s["phases_ms"]["zk_writes"] > 0, (mode, s["phases_ms"], writes)
                 assert set(s["after_end_of_median_run"]) == {"events", "step_ms", "journal_ms", "queue_ms"}
                 assert all(e["step_ms"] >= 0 and e["journal_ms"] >= 0 for e in events.values())
+                # the median run in time: its end, the trigger's event, and the acknowledgements that
+                # ended it (the last one at the end, none of those counted before t0)
+                timeline = s["timeline_of_median_run"]
+                (end,) = [r for r in timeline if r["what"] == "end"]
+                assert min(abs(end["end_ms"] - ms) for ms in s["samples_ms"]) < 0.01  # (one of the runs)
+                assert any(r["what"] == "event" and r["name"] == trigger for r in timeline)
+                acks = [r for r in timeline if r["what"] == "ack"]
+                assert acks and min(abs(r["end_ms"] - end["end_ms"]) for r in acks) < 0.01
+                assert all(r["start_ms"] <= r["end_ms"] for r in timeline)
     assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
     assert "gc.collect()" in result["note"]
     assert (out / "failover.png").stat().st_size > 1000
+    assert (out / "timeline.png").stat().st_size > 1000
 
 
 def test_no_phase_of_the_product_is_faster_than_its_floor(smoke):
