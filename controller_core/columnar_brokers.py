@@ -201,7 +201,7 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     row's replicas once per dead replica, the dead replica left out) finds both without a
     Python step per partition. Returns the log's groups, `(replica state code, broker,
     partitions)`, for the caller to record after the elections' lines, as the walk does."""
-    m, width = t_reps.shape
+    m = len(t_reps)
     lai = d.lai
     # the walk's dead replicas of each touched row, by broker id, with their replica states
     reps64 = t_reps.astype(np.int64)

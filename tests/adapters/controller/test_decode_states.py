@@ -1,5 +1,6 @@
 """A new controller's read of every state znode parses each distinct content once: the result is
-the per-znode reader's, version for version, with missing and unreadable znodes as before."""
+the per-znode reader's, version for version, with missing and unreadable znodes as before; and
+the snapshot's columns (`_decode_state_columns`) are the readable ones among those pairs."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -7,7 +8,8 @@ from types import SimpleNamespace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.controller.watches import _decode_states
+from adapters.controller.watches import _decode_state_columns, _decode_states
+from controller_core.snapshot_states import SnapshotStates
 from adapters.znodes import codec as zkdata
 from controller_core.values import LeaderIsr, TopicPartition
 
@@ -39,3 +41,8 @@ def test_each_state_is_what_the_per_znode_reader_gives(znodes):
     assert out == tuple(expected)
     assert [type(li) for _, li in out] == [type(li) for _, li in expected]
     assert missing == [tp for tp, z in zip(tps, znodes) if z is None]
+    columns_missing: list = []
+    columns = _decode_state_columns(tps, paths, values, columns_missing)
+    assert type(columns) is SnapshotStates and columns == tuple((tp, li) for tp, li in expected if li is not None)
+    assert columns_missing == missing
+    assert len(columns.contents) <= len({k for z in znodes if z is not None for k in z[:1]})  # each content once
