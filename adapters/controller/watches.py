@@ -47,48 +47,20 @@ DECODE_OFF_LOOP = 2000
 """State znodes read at once from which they are parsed in a worker thread."""
 
 
-def _decode_states(tps, paths, values, missing: list | None) -> tuple:
-    out = []
-    # Many partitions hold the very same bytes (one leader, ISR and epochs for every partition
-    # of a replica set after an election): each distinct content is parsed once, and the others
-    # only take their own znode version (100,000 states: 0.6 s of parsing in a new controller's
-    # path to its first decision).
-    parsed: dict[bytes, LeaderIsr] = {}
-    for tp, path in zip(tps, paths):
-        value = values.get(path)
-        li = None
-        if value is None:
-            if missing is not None:
-                missing.append(tp)
-        else:
-            data, version = value[0], value[1].version
-            if type(data) is not bytes:
-                data = bytes(data)
-            li = parsed.get(data)
-            if li is None:
-                try:
-                    li = parsed[data] = zkdata.decode_partition_state(data, version, tp=tp)
-                except zkdata.ZnodeFormatError as exc:  # (not kept: the error names its partition)
-                    log.error("unreadable state of %s: %s", tp, exc)
-            elif li[4] != version:
-                li = li.with_version(version)
-        out.append((tp, li))
-    return tuple(out)
-
-
-def _decode_state_columns(tps, paths, values, missing: list | None) -> SnapshotStates:
-    """`_decode_states` for a new controller's snapshot, as columns: the partitions that have a
-    readable state, which distinct content each holds and its znode version. The distinct
-    contents are parsed once, as there; no `LeaderIsr` is made per partition
-    (controller_core/snapshot_states.py, read by the columnar load)."""
-    kept, codes, versions = [], [], []
+def _parsed_states(tps, paths, values, missing: list | None, contents: list):
+    """`(tp, k, version)` for each partition: its state znode's content is `contents[k]` (whose
+    own version is the first reader's), or k is None if the znode is missing (the partition is
+    also appended to `missing`) or unreadable (logged). Many partitions hold the very same bytes
+    (one leader, ISR and epochs for every partition of a replica set after an election): each
+    distinct content is parsed once, and appended to `contents` (100,000 states: 0.6 s of
+    parsing in a new controller's path to its first decision)."""
     content_of: dict[bytes, int] = {}
-    contents: list[LeaderIsr] = []
     for tp, path in zip(tps, paths):
         value = values.get(path)
         if value is None:
             if missing is not None:
                 missing.append(tp)
+            yield tp, None, -1
             continue
         data, version = value[0], value[1].version
         if type(data) is not bytes:
@@ -97,14 +69,36 @@ def _decode_state_columns(tps, paths, values, missing: list | None) -> SnapshotS
         if k is None:
             try:
                 li = zkdata.decode_partition_state(data, version, tp=tp)
-            except zkdata.ZnodeFormatError as exc:
+            except zkdata.ZnodeFormatError as exc:  # (not kept: the error names its partition)
                 log.error("unreadable state of %s: %s", tp, exc)
+                yield tp, None, version
                 continue
             k = content_of[data] = len(contents)
             contents.append(li)
-        kept.append(tp)
-        codes.append(k)
-        versions.append(version)
+        yield tp, k, version
+
+
+def _decode_states(tps, paths, values, missing: list | None) -> tuple:
+    """(tp, LeaderIsr or None) for each partition, in order (see `_parsed_states`)."""
+    contents: list[LeaderIsr] = []
+    out = []
+    for tp, k, version in _parsed_states(tps, paths, values, missing, contents):
+        li = None if k is None else contents[k]
+        out.append((tp, li if li is None or li[4] == version else li.with_version(version)))
+    return tuple(out)
+
+
+def _decode_state_columns(tps, paths, values, missing: list | None) -> SnapshotStates:
+    """`_decode_states` for a new controller's snapshot, as columns: the partitions that have a
+    readable state, which distinct content each holds and its znode version; no `LeaderIsr` is
+    made per partition (controller_core/snapshot_states.py, read by the columnar load)."""
+    contents: list[LeaderIsr] = []
+    kept, codes, versions = [], [], []
+    for tp, k, version in _parsed_states(tps, paths, values, missing, contents):
+        if k is not None:
+            kept.append(tp)
+            codes.append(k)
+            versions.append(version)
     return SnapshotStates(tuple(kept), tuple(contents), codes, versions)
 
 
