@@ -54,7 +54,7 @@ from controller_core import events as E
 from controller_core.state import ControllerConfig, ControllerState, initial_state
 from controller_core.step import step
 
-from adapters.runtime import gcpause
+from adapters.runtime import gcpause, heap
 from adapters.journal.writer import JournalError, JournalWriteError, probe_writable
 from adapters.journal.canonical import canonical
 
@@ -510,9 +510,12 @@ class ControllerLoop:
             gc.unfreeze()
             collected = gc.collect()
             gc.freeze()
+            # the load's requests are freed by now: hand their pages back (adapters/runtime/heap.py)
+            trimmed = heap.trim()
             self._gc_frozen_partitions = size
             log.info("state of %d partitions frozen out of the garbage collector's scans (%d objects, "
-                     "%d collected first, %.0f ms)", size, gc.get_freeze_count(), collected,
+                     "%d collected first; heap %s; %.0f ms)", size, gc.get_freeze_count(), collected,
+                     {True: "trimmed", False: "had nothing to trim", None: "not trimmable here"}[trimmed],
                      (time.perf_counter() - t0) * 1000)
 
     async def _gc_worker(self) -> None:
