@@ -188,6 +188,15 @@ def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
     return [tps[k] for k in order], rows[np.array(order, np.intp)]
 
 
+def _picker(tps: list):
+    """`rows -> [tps[r] for r in rows]`. A long list is picked from as an object array: numpy's
+    gather is ~3x faster than a Python step per row, once the array is made (half a gather)."""
+    if len(tps) < 256:
+        return lambda rows: list(map(tps.__getitem__, rows.tolist()))
+    held = np.fromiter(tps, object, len(tps))  # (not np.array: it would unpack the tuples)
+    return lambda rows: held[rows].tolist()
+
+
 def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, t_tps: list, t_rows: np.ndarray,
            t_reps: np.ndarray, t_dead: np.ndarray, t_codes: np.ndarray, t_elected: np.ndarray) -> list:
     """The request batch and replica log of `brokers.on_broker_failure`, from the columns:
@@ -205,11 +214,19 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     lai = d.lai
     # the walk's dead replicas of each touched row, by broker id, with their replica states
     reps64 = t_reps.astype(np.int64)
-    by_id = np.argsort(np.where(t_dead, reps64, np.iinfo(np.int64).max), axis=1, kind="stable")
-    dead_ids = np.take_along_axis(reps64, by_id, axis=1)
-    dead_sorted = np.take_along_axis(t_dead, by_id, axis=1)
-    dead_codes = np.take_along_axis(t_codes.astype(np.int64), by_id, axis=1)
-    n_dead = int(t_dead.sum(axis=1).max()) if m else 0
+    per_row = t_dead.sum(axis=1)
+    n_dead = int(per_row.max()) if m else 0
+    if n_dead == 1 and per_row.min() == 1:
+        # one dead replica a row (one broker failed, the common case): it is the row's only
+        # column, nothing to sort
+        dead_ids = reps64[t_dead][:, None]
+        dead_sorted = np.ones((m, 1), bool)
+        dead_codes = t_codes[t_dead].astype(np.int64)[:, None]
+    else:
+        by_id = np.argsort(np.where(t_dead, reps64, np.iinfo(np.int64).max), axis=1, kind="stable")
+        dead_ids = np.take_along_axis(reps64, by_id, axis=1)
+        dead_sorted = np.take_along_axis(t_dead, by_id, axis=1)
+        dead_codes = np.take_along_axis(t_codes.astype(np.int64), by_id, axis=1)
     # LeaderAndIsr of a touched row goes, per dead replica, to every other replica; a live one of
     # an elected row was told with the elections, first
     t_live = V.member(t_reps, live)
@@ -223,12 +240,13 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
         rows = rows[np.r_[True, rows[1:] != rows[:-1]]]  # (a row listed once per other dead replica)
         per_broker.setdefault(b, [None, None])[1] = rows
     no_rows = np.zeros(0, np.intp)
+    e_pick, t_pick = _picker(e_tps), _picker(t_tps)
     for b, (in_e, in_t) in per_broker.items():
         tps, rows = [], []
         if in_e is not None:
-            tps, rows = list(map(e_tps.__getitem__, in_e.tolist())), [e_rows[in_e]]
+            tps, rows = e_pick(in_e), [e_rows[in_e]]
         if in_t is not None:
-            tps += map(t_tps.__getitem__, in_t.tolist())
+            tps += t_pick(in_t)
             rows.append(t_rows[in_t])
         per = lai.get(b)
         if per is None:
@@ -242,9 +260,9 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
         per = stop.get((r, False))
         if per is None:
             per = stop[(r, False)] = PartitionBatch()
-        per.extend(list(map(t_tps.__getitem__, rows.tolist())), distinct=True, rows=t_rows[rows])
+        per.extend(t_pick(rows), distinct=True, rows=t_rows[rows])
     keys = dead_codes[:, :n_dead] * (1 << 32) + dead_ids[:, :n_dead]
-    return [(key >> 32, key & 0xFFFFFFFF, list(map(t_tps.__getitem__, rows.tolist())))
+    return [(key >> 32, key & 0xFFFFFFFF, t_pick(rows))
             for key, rows in by_broker(keys, dead_sorted[:, :n_dead])]
 
 
