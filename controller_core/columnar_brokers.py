@@ -145,8 +145,8 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     shrink_rows = t_rows[written[t_rows] & ~is_elected[t_rows]]
     w_tps = e_tps + image.tps(shrink_rows)
     w_rows = np.concatenate((e_rows, shrink_rows)).astype(np.intp)
+    d.add_intents(dict.fromkeys(e_tps, (_ELECT,)))
     intents = d.intents
-    intents.update(dict.fromkeys(e_tps, (_ELECT,)))
     if shrinks:
         acc: dict[int, tuple] = {}
         for b, hit in shrinks:

@@ -156,7 +156,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     s_tps = [f_tps[k] for k in hit.tolist()]
     w_tps = l_tps + s_tps
     w_rows = np.concatenate((l_rows, f_rows[hit])).astype(np.intp)
-    d.intents.update(dict.fromkeys(l_tps, _ELECT))
+    d.add_intents(dict.fromkeys(l_tps, _ELECT))
     d.intents.update(dict.fromkeys(s_tps, (("shrink", broker_id),)))
     written_columns = d.write_rows(w_tps, w_rows, np.concatenate((new_leader, f_leader[hit])),
                                    np.concatenate((l_epoch, f_epoch[hit])),

@@ -617,6 +617,15 @@ class Draft:
             recheck_id=base.recheck_id,
         )
 
+    def add_intents(self, more: dict) -> None:
+        """Record the intents of a whole-cluster decision's writes (`more`: a dict made for this
+        call, taken over). Into an empty draft it is kept as it is: merging 100,000 entries into
+        an empty dict costs as much as making them (about 9 ms)."""
+        if self.intents:
+            self.intents.update(more)
+        else:
+            self.intents = more
+
     def _write_command(self, write_id: int) -> C.WritePartitionStates:
         if self.bulk_writes is not None:  # (only those: a later write spills them)
             return C.WritePartitionStates(write_id=write_id, writes=self.bulk_writes)

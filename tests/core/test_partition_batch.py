@@ -49,18 +49,21 @@ def test_rows_that_do_not_fit_the_block_are_not_kept():
     assert batch.rows() is None
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=4, unique_by=lambda e: e[0]),
-                max_size=12))
-def test_by_broker_groups_rows_in_the_order_a_walk_meets_the_brokers(rows):
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([0, 1_000, 70_000, 2 ** 40]), st.sampled_from([6, 40]),
+       st.lists(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=5), max_size=40))
+def test_by_broker_groups_rows_in_the_order_a_walk_meets_the_brokers(base, top, rows):
     """`by_broker` (the whole-cluster decisions' LeaderAndIsr batches) gives what a walk over
-    the rows and each row's replicas gives: brokers in first-met order, each with its rows."""
+    the rows and each row's replicas gives: brokers in first-met order, each with its rows
+    (twice where a row names a broker twice, as a tiled matrix does). Few brokers or many,
+    ids close together or far apart (the log's keys): each of its three ways."""
     width = max([len(r) for r in rows] + [1])
-    reps = np.full((len(rows), width), -1, np.int32)
+    reps = np.full((len(rows), width), -1, np.int64)
     sent = np.zeros((len(rows), width), bool)
     walked: dict[int, list[int]] = {}
     for i, row in enumerate(rows):
         for j, (b, s) in enumerate(row):
+            b = base + b * (top // 6) + (b if base == 2 ** 40 else 0) * 2 ** 20
             reps[i, j], sent[i, j] = b, s
             if s:
                 walked.setdefault(b, []).append(i)
