@@ -249,3 +249,50 @@ def test_replica_states_and_assignments_read_in_bulk_are_what_the_partitions_giv
         d.info(tp)  # read (kept by the draft)
     assert d.replica_state_sets(groups) == _states_one_by_one(d, groups)
     assert d.assignments(asked) == [None if d.info(tp) is None else d.info(tp).assignment for tp in asked]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 32 - 1), st.integers(1, 3))
+def test_a_change_over_most_of_the_image_writes_whole_columns_as_a_chunk_at_a_time_would(seed, n_groups):
+    """`with_columns` lays changed columns out whole from 16 chunks' worth of rows on: the same
+    image as the chunk-at-a-time way, unchanged chunks still shared."""
+    from controller_core import columns
+
+    rng = np.random.default_rng(seed)
+    n = 24 * CHUNK + int(rng.integers(0, CHUNK))
+    tps = [TopicPartition(f"t{i // 100:04d}", i % 100) for i in range(n)]
+    width = 3
+    replicas = np.stack([rng.permutation(6)[:width] for _ in range(n)]).astype(np.int32)
+    base = {name: np.zeros((n,) + blank.shape[1:], blank.dtype)
+            for name, blank in zip(columns.Chunk._fields, columns._empty_chunk(width))}
+    base["present"][:] = True
+    base["has_state"][:] = True
+    base["replicas"][:] = replicas
+    base["isr"][:] = replicas
+    base["leader"][:] = replicas[:, 0]
+    image = PartitionImage.from_columns(tps, width, base)
+    groups = []
+    for _ in range(n_groups):
+        # many rows, sometimes all, sometimes leaving chunks untouched; rows may repeat across groups
+        rows = np.flatnonzero(rng.random(n) < rng.choice([1.0, 0.7, 0.3]))
+        if rng.random() < 0.5:
+            rows = rows[rows < n // 2]
+        cols = {"leader": rng.integers(0, 6, len(rows)).astype(np.int64),
+                "isr": np.where(rng.random((len(rows), width)) < 0.5, -1, replicas[rows]).astype(np.int32)}
+        if rng.random() < 0.5:
+            cols = {"leader_epoch": rng.integers(0, 9, len(rows)).astype(np.int32)}
+        groups.append((rows, cols))
+    saved = columns._WHOLE_COLUMNS
+    try:
+        columns._WHOLE_COLUMNS = 10 ** 9
+        by_chunk = image.with_columns(*groups)
+    finally:
+        columns._WHOLE_COLUMNS = saved
+    whole = image.with_columns(*groups)
+    assert _same_columns(by_chunk, whole)
+    for c, (old, new) in enumerate(zip(image.chunks, whole.chunks)):
+        if all(np.array_equal(a, b) for a, b in zip(old, by_chunk.chunks[c])):
+            assert all(np.array_equal(a, b) for a, b in zip(old, new))
+    if sum(len(r) for r, _ in groups) >= columns._WHOLE_COLUMNS * CHUNK:
+        untouched = set(range(len(image.chunks))) - {int(c) for r, _ in groups for c in np.unique(r >> 10)}
+        assert all(whole.chunks[c] is image.chunks[c] for c in untouched)
