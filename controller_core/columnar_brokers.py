@@ -72,7 +72,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     rstate = image.column("rstate")
 
     dead_replica = V.member(replicas, dead) & present[:, None]
-    touched = dead_replica.any(axis=1)
+    touched = V.row_any(dead_replica)
     leader_live = V.member(leader[:, None], live)[:, 0]
     leaderless = present & has & ~leader_live & (pstate != _NEW)
     is_online = pstate == _ONLINE
@@ -110,7 +110,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     shrinks = []
     for b in sorted(dead):
         hit = V.shrink(f_isr, f_leader, f_epoch, b,
-                       np.flatnonzero(present & (replicas == b).any(axis=1) & (f_isr == b).any(axis=1)))
+                       np.flatnonzero(present & V.row_any(replicas == b) & V.row_any(f_isr == b)))
         written[hit] = True
         shrinks.append((b, hit))
 
@@ -168,7 +168,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
 
     if deleting is not None:  # the dead replicas of topics being deleted: the rule's own walk
         gone = V.member(replicas, dead) & in_deletion[:, None]
-        d_rows = np.flatnonzero(gone.any(axis=1))
+        d_rows = np.flatnonzero(V.row_any(gone))
         if len(d_rows):
             deletion.fail_replica_deletion(d, sorted(
                 (tp, r) for tp, row in zip(image.tps(d_rows), replicas[d_rows].tolist()) for r in _cut(row)
@@ -214,7 +214,7 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     lai = d.lai
     # the walk's dead replicas of each touched row, by broker id, with their replica states
     reps64 = t_reps.astype(np.int64)
-    per_row = t_dead.sum(axis=1)
+    per_row = V.row_count(t_dead)
     n_dead = int(per_row.max()) if m else 0
     if n_dead == 1 and per_row.min() == 1:
         # one dead replica a row (one broker failed, the common case): it is the row's only

@@ -100,7 +100,7 @@ def start_machines(d: Draft) -> bool:
     for b in dead:
         # (not the partitions of topics queued for deletion: their replicas leave the ISR in the
         # deletion's resumption, after every other partition's writes, as the walk orders them)
-        holding = np.flatnonzero((replicas == b).any(axis=1) & (isr == b).any(axis=1) & kept)
+        holding = np.flatnonzero(V.row_any(replicas == b) & V.row_any(isr == b) & kept)
         hit = V.shrink(isr, leader, leader_epoch, b, holding)
         written[hit] = True
         for k in hit.tolist():
@@ -143,7 +143,7 @@ def start_machines(d: Draft) -> bool:
     stops: defaultdict[int, list] = defaultdict(list)
     offline_log: defaultdict[tuple, list] = defaultdict(list)
     rstate = image.column("rstate")[rows]
-    dead_rows = np.flatnonzero(dead_at.any(axis=1))
+    dead_rows = np.flatnonzero(V.row_any(dead_at))
     shapes: dict[tuple, tuple] = {}
     stateless = []  # partitions without a state that lose a replica: UpdateMetadata of each
     for k, row, codes, with_state in zip(dead_rows.tolist(), replicas[dead_rows].tolist(),

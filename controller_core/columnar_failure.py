@@ -102,8 +102,8 @@ def decide(image: PartitionImage, dead: Collection[int], live: Collection[int], 
     # 2. each dead replica leaves the ISR (sorted broker order, as the scalar path walks them)
     can_go_offline = np.isin(rstate, _OFFLINE_FROM)
     for b in sorted(dead):
-        rows = active & ((replicas == b) & can_go_offline).any(axis=1) & has & ~(cepoch > epoch)
-        hit = V.shrink(isr, leader, leader_epoch, b, np.flatnonzero(rows & (isr == b).any(axis=1)))
+        rows = active & V.row_any((replicas == b) & can_go_offline) & has & ~(cepoch > epoch)
+        hit = V.shrink(isr, leader, leader_epoch, b, np.flatnonzero(rows & V.row_any(isr == b)))
         cepoch[hit] = epoch
         written[hit] = True
 

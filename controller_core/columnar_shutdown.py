@@ -65,8 +65,8 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     replicas = image.column("replicas")
     # the partitions doControlledShutdown looks at: replicated, with a leader-and-ISR, holding a
     # replica on the broker, of a topic not queued for deletion
-    mine = (image.column("present") & image.column("has_state") & (replicas == broker_id).any(axis=1)
-            & ((replicas != PAD).sum(axis=1) > 1))
+    mine = (image.column("present") & image.column("has_state") & V.row_any(replicas == broker_id)
+            & (V.row_count(replicas != PAD) > 1))
     rows = np.flatnonzero(mine)
     if not len(rows):
         return False
@@ -129,7 +129,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     f_isr = isr[f_rows].copy()
     f_leader = leader[fol].copy()
     f_epoch = image.column("leader_epoch")[f_rows].astype(np.int64)
-    holding = np.flatnonzero((f_isr == broker_id).any(axis=1))
+    holding = np.flatnonzero(V.row_any(f_isr == broker_id))
     hit = V.shrink(f_isr, f_leader, f_epoch, broker_id, holding)  # ascending: the followed order
 
     # -- the request batch, in the scalar order: the elections' LeaderAndIsr (live or shutting

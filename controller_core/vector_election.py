@@ -51,12 +51,36 @@ def contained(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
     return found & (values != PAD)
 
 
+def row_any(mask: np.ndarray) -> np.ndarray:
+    """`mask.any(axis=1)`, a column at a time: numpy's reduction along a row of a few cells
+    costs ~30 ns a row, an OR of columns ~1 ns a cell (100,000 x 3: 2.9 against 0.3 ms)."""
+    n, width = mask.shape
+    if not width:
+        return np.zeros(n, bool)
+    out = mask[:, 0].copy()
+    for j in range(1, width):
+        out |= mask[:, j]
+    return out
+
+
+def row_count(mask: np.ndarray) -> np.ndarray:
+    """`mask.sum(axis=1)` (int64), a column at a time (see `row_any`)."""
+    n, width = mask.shape
+    out = np.zeros(n, np.int64)
+    for j in range(width):
+        out += mask[:, j]
+    return out
+
+
 def first(mask: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, whether `mask` has a True and the value at the first True (PAD if none)."""
-    ok = mask.any(axis=1)
-    pos = mask.argmax(axis=1)
-    picked = values[np.arange(len(values)), pos] if len(values) else np.zeros(0, np.int32)
-    return ok, np.where(ok, picked, PAD).astype(np.int32)
+    """Per row, whether `mask` has a True and the value at the first True (PAD if none); the
+    columns taken from the last to the first, so the first True's value is the one that stays
+    (100,000 x 3: 2.5 ms against 6 ms for `argmax` along the rows and a gather)."""
+    width = mask.shape[1]
+    picked = np.full(len(mask), PAD, np.int32)
+    for j in range(width - 1, -1, -1):
+        np.copyto(picked, values[:, j], where=mask[:, j], casting="unsafe")
+    return row_any(mask), picked
 
 
 def pack(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -121,10 +145,10 @@ def shrink(isr: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray, broker
         return idx
     sub = isr[idx]
     shrunk = pack(sub, (sub != PAD) & (sub != broker))
-    new_isr = np.where(((sub != PAD).sum(axis=1) == 1)[:, None], sub, shrunk)
+    new_isr = np.where((row_count(sub != PAD) == 1)[:, None], sub, shrunk)
     old = leader[idx]
     new_leader = np.where(old == broker, NO_LEADER, old)
-    changed = (new_leader != old) | (new_isr != sub).any(axis=1)
+    changed = (new_leader != old) | row_any(new_isr != sub)
     hit = idx[changed]
     leader[hit] = new_leader[changed]
     isr[hit] = new_isr[changed]
