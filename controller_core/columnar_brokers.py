@@ -80,7 +80,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         return False  # New partitions, or Offline ones with a live leader, wait for an election: the rule
     if (touched & ~has).any() or ((leaderless | touched) & (cepoch > epoch)).any():
         return False
-    if (dead_replica & ~np.isin(rstate, _OFFLINE_FROM)).any():
+    if (dead_replica & ~_one_of(rstate, _OFFLINE_FROM)).any():
         return False
     tried_rows = np.flatnonzero(leaderless)
     isr = image.column("isr")
@@ -92,8 +92,11 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         if allowed:
             may = image.topic_mask(allowed)[tried_rows]
             ok, new_leader, new_isr, unclean = V.offline(replicas[tried_rows], isr[tried_rows], live, may)
-    refused_rows = tried_rows[~ok]
-    elect_rows, new_leader, new_isr = tried_rows[ok], new_leader[ok], new_isr[ok]
+    if ok.all():  # (the usual case: no copies)
+        refused_rows, elect_rows = tried_rows[:0], tried_rows
+    else:
+        refused_rows = tried_rows[~ok]
+        elect_rows, new_leader, new_isr = tried_rows[ok], new_leader[ok], new_isr[ok]
 
     # -- the new columns: the election, then each dead replica leaves the ISR -------------------
     # (sorted broker order, as replicas._to_offline walks a partition's dead replicas; each change
@@ -186,6 +189,15 @@ def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
         return tps, rows
     order = sorted(range(len(tps)), key=tps.__getitem__)
     return [tps[k] for k in order], rows[np.array(order, np.intp)]
+
+
+def _one_of(codes: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """`np.isin(codes, among)` for a few small codes (the replica states a replica may go Offline
+    from): a comparison per code, without isin's sort."""
+    found = np.zeros(codes.shape, bool)
+    for c in among.tolist():
+        found |= codes == c
+    return found
 
 
 def _picker(tps: list):
