@@ -268,8 +268,10 @@ class Broker:
                 self._metadata_broker_epoch = broker_epoch
         offline = body.get("offline_replicas")
         if hasattr(self.replica_manager, "update_offline_replicas"):
+            # (the partitions as a generator: a manager with no offline replica listed, now or
+            # before, returns without reading them, and a 100,000-partition list is not made)
             self.replica_manager.update_offline_replicas(
-                [v.tp for v in views], {TopicPartition(t, p): frozenset(rs) for t, p, rs in offline or ()})
+                (v.tp for v in views), {TopicPartition(t, p): frozenset(rs) for t, p, rs in offline or ()})
         # replicas on brokers in controlled shutdown have stopped fetching
         self.replica_manager.update_live_brokers(frozenset(self._meta_brokers) - frozenset(shutting))
         self._wakeup.set()

@@ -367,8 +367,9 @@ class SimulatedReplicaManager:
                 self._refresh(r, now)
 
     def update_offline_replicas(self, tps, offline: Mapping[TopicPartition, frozenset[int]]) -> None:
-        """An UpdateMetadata's offline replicas for `tps` (those it carries): a follower on a failed
-        log dir does not fetch, so it never rejoins the ISR while it is listed."""
+        """An UpdateMetadata's offline replicas for `tps` (those it carries, any iterable, read
+        once): a follower on a failed log dir does not fetch, so it never rejoins the ISR while
+        it is listed."""
         if not offline and not self._listed_offline:
             return  # none listed now or before: a 100,000-partition UpdateMetadata changes nothing
         now = self._clock()
