@@ -39,7 +39,7 @@ from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
 from .draft import Draft
 from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .partition_batch import PartitionBatch, by_broker
+from .partition_batch import PartitionBatch, by_broker, picker
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True
@@ -95,16 +95,17 @@ def start_machines(d: Draft) -> bool:
     leader_epoch = image.column("leader_epoch")[rows].astype(np.int64)
     isr = isr.copy()
     written = np.zeros(n, bool)
-    intents: defaultdict[int, list] = defaultdict(list)  # row -> the intents of its write
+    # the intents of each row's write: which dead brokers' shrinks hit it (one bit each, in the
+    # sorted order of `dead`), and whether it was then elected or initialized (`_writes_intents`)
     dead = sorted(set(replicas[dead_at].tolist()))
-    for b in dead:
+    shrunk_by = [np.zeros(n, bool) for _ in dead]
+    for b, by_b in zip(dead, shrunk_by):
         # (not the partitions of topics queued for deletion: their replicas leave the ISR in the
         # deletion's resumption, after every other partition's writes, as the walk orders them)
         holding = np.flatnonzero(V.row_any(replicas == b) & V.row_any(isr == b) & kept)
         hit = V.shrink(isr, leader, leader_epoch, b, holding)
         written[hit] = True
-        for k in hit.tolist():
-            intents[k].append(("shrink", b))
+        by_b[hit] = True
     tried = np.flatnonzero((pstate == _OFFLINE) & kept)
     tried_isr = isr[tried]  # (after the shrinks: what the walk's elections read)
     ok, new_leader, new_isr, unclean = V.offline(replicas[tried], tried_isr, live, np.zeros(len(tried), bool))
@@ -118,8 +119,6 @@ def start_machines(d: Draft) -> bool:
     isr[elect] = new_isr[ok]
     leader_epoch[elect] += 1
     written[elect] = True
-    for k in elect.tolist():
-        intents[k].append(_ELECT)
     # New partitions (no state znode) are initialized: the first live replica leads, the live
     # replicas form the ISR, at the initial leader epoch; the znode is created
     fresh = np.flatnonzero(~has & kept)
@@ -130,44 +129,26 @@ def start_machines(d: Draft) -> bool:
     isr[inited] = V.pack(replicas[fresh], live_at)[init_ok]
     leader_epoch[inited] = INITIAL_LEADER_EPOCH
     written[inited] = True
-    for k in inited.tolist():
-        intents[k].append(_INIT)
 
     # -- the request batch, in the walk's order ---------------------------------------------------
     # (a) every partition's live replicas are told its state; (b) each dead replica is stopped,
     # and the partition's other replicas (dead ones too, as replicas._to_offline sends) are told;
     # (c) each elected partition's live replicas. Only (a) and (b) can add a broker or a partition.
     # (a partition without a state is told nothing in (a))
+    pick = picker(tps)
     firsts = by_broker(replicas, (replicas != PAD) & has[:, None] & V.member(replicas, live))
-    lai_extra: defaultdict[int, list] = defaultdict(list)
-    stops: defaultdict[int, list] = defaultdict(list)
-    offline_log: defaultdict[tuple, list] = defaultdict(list)
     rstate = image.column("rstate")[rows]
     dead_rows = np.flatnonzero(V.row_any(dead_at))
-    shapes: dict[tuple, tuple] = {}
-    stateless = []  # partitions without a state that lose a replica: UpdateMetadata of each
-    for k, row, codes, with_state in zip(dead_rows.tolist(), replicas[dead_rows].tolist(),
-                                         rstate[dead_rows].tolist(), has[dead_rows].tolist()):
-        tp = tps[k]
-        key = tuple(row)
-        plan = shapes.get(key)
-        if plan is None:
-            reps = _cut(row)
-            plan = shapes[key] = tuple((r, j, tuple(x for x in reps if x != r and x not in live))
-                                       for r, j in sorted((r, j) for j, r in enumerate(reps) if r not in live))
-        for r, j, dead_others in plan:
-            stops[r].append(tp)
-            if with_state:
-                for b in dead_others:
-                    lai_extra[b].append(tp)
-            lkey = (codes[j], r)
-            offline_log[lkey].append(tp)
-        if not with_state:
-            stateless.append(tp)
+    per_row = V.row_count(dead_at[dead_rows])
+    if not len(dead_rows) or per_row.max() == 1:
+        stops, offline_log, lai_extra = _one_dead_replica_a_row(pick, dead_rows, replicas, rstate, dead_at)
+    else:
+        stops, offline_log, lai_extra = _dead_replicas_walked(tps, dead_rows, replicas, rstate, has, live)
+    stateless = pick(dead_rows[~has[dead_rows]])  # partitions without a state that lose a replica: UpdateMetadata of each
     lai = d.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
     for b, hit in firsts:
         lai[b] = PartitionBatch()
-        lai[b].extend(list(map(tps.__getitem__, hit.tolist())), distinct=True, rows=rows[hit])
+        lai[b].extend(pick(hit), distinct=True, rows=rows[hit])
     for b, sent in lai_extra.items():  # dead brokers, in the order (b) meets them
         lai[b] = PartitionBatch()
         lai[b].extend(sent)  # (a partition with two other dead replicas lists b twice)
@@ -196,16 +177,17 @@ def start_machines(d: Draft) -> bool:
     if len(fresh) or not ok.all() or unclean.any():
         _log_elections(d, tps, tried, ok, unclean, tried_isr, fresh, init_ok)
     elif len(elect):
-        d.record_many(PartitionState.OFFLINE, PartitionState.ONLINE, [tps[k] for k in elect.tolist()])
+        d.record_many(PartitionState.OFFLINE, PartitionState.ONLINE, pick(elect))
 
     # -- the writes, in the order the walk makes them (shrinks, then elections) -----------------
     w = np.flatnonzero(written)
-    shrink_first = [k for k in w.tolist() if intents[k][0] != _ELECT and intents[k][0] != _INIT]
-    elected_only = [k for k in w.tolist() if intents[k][0] == _ELECT or intents[k][0] == _INIT]
-    w_order = np.array(shrink_first + elected_only, np.intp)
+    shrunk = np.zeros(n, bool)
+    for by_b in shrunk_by:
+        shrunk |= by_b
+    w_order = np.concatenate((w[shrunk[w]], w[~shrunk[w]]))  # a shrink first, then elections only
     w_rows = rows[w_order]
-    w_tps = [tps[k] for k in w_order.tolist()]
-    d.intents.update(zip(w_tps, (tuple(intents[k]) for k in w_order.tolist())))
+    w_tps = pick(w_order)
+    d.add_intents(_writes_intents(w_tps, w_order, dead, shrunk_by, elect, inited, n))
     expected = None
     if len(inited):  # (their znodes are created)
         expected = image.column("zk_version")[w_rows]
@@ -241,3 +223,74 @@ def _log_elections(d: Draft, tps: list, tried: np.ndarray, ok: np.ndarray, uncle
     for k in sorted(lines):
         before, won, detail = lines[k]
         d.record(before, online, tps[k], ok=won, detail=detail)
+
+
+def _writes_intents(w_tps: list, w_order: np.ndarray, dead: list, shrunk_by: list, elect: np.ndarray,
+                    inited: np.ndarray, n: int) -> dict:
+    """`{tp: (intent, ...)}` of the writes `w_order` (rows; `w_tps` their partitions): each dead
+    broker's shrink that hit the row, in broker order, then the election or the initialization,
+    as the walk's `Draft.write_change` records them. Rows with the same intents share one tuple,
+    made once per distinct combination (a few: which dead brokers, and how the row ends)."""
+    how = np.zeros(n, np.int8)
+    how[elect] = 1
+    how[inited] = 2
+    key = how[w_order].astype(np.int64)
+    if len(dead) <= 60:  # (a bit per dead broker above the two bits of `how`)
+        for i, by_b in enumerate(shrunk_by):
+            key |= by_b[w_order].astype(np.int64) << (i + 2)
+        distinct, inverse = np.unique(key, return_inverse=True)
+        made = []
+        for code in distinct.tolist():
+            shrinks = tuple(("shrink", b) for i, b in enumerate(dead) if code >> (i + 2) & 1)
+            made.append(shrinks + ((_ELECT,) if code & 3 == 1 else (_INIT,) if code & 3 == 2 else ()))
+        return dict(zip(w_tps, map(made.__getitem__, inverse.reshape(-1).tolist())))
+    hits = np.stack([by_b[w_order] for by_b in shrunk_by], axis=1).tolist()
+    return {tp: tuple(("shrink", b) for b, h in zip(dead, hit) if h)
+            + ((_ELECT,) if k == 1 else (_INIT,) if k == 2 else ())
+            for tp, hit, k in zip(w_tps, hits, key.tolist())}
+
+
+def _one_dead_replica_a_row(pick, dead_rows: np.ndarray, replicas: np.ndarray, rstate: np.ndarray,
+                            dead_at: np.ndarray) -> tuple[dict, dict, dict]:
+    """Step (b) of the walk when every row has at most one dead replica (one broker died with
+    the old controller, the common case): each dead replica is stopped and logged Offline, and
+    no partition has another dead replica to tell. Grouped over the columns (`by_broker`): the
+    brokers and the log's (state, broker) groups in the order the walk first meets them."""
+    if not len(dead_rows):
+        return {}, {}, {}
+    at = dead_at[dead_rows]
+    dead_id = replicas[dead_rows][at].astype(np.int64)  # (row-major: one a row)
+    code = rstate[dead_rows][at].astype(np.int64)
+    one = np.ones((len(dead_rows), 1), bool)
+    stops = {r: pick(dead_rows[hit]) for r, hit in by_broker(dead_id[:, None], one)}
+    offline_log = {(key >> 32, key & 0xFFFFFFFF): pick(dead_rows[hit])
+                   for key, hit in by_broker((code * (1 << 32) + dead_id)[:, None], one)}
+    return stops, offline_log, {}
+
+
+def _dead_replicas_walked(tps: list, dead_rows: np.ndarray, replicas: np.ndarray, rstate: np.ndarray,
+                          has: np.ndarray, live) -> tuple[dict, dict, dict]:
+    """Step (b) of the walk, a dead row at a time (rows with two or more dead replicas): each dead
+    replica, in broker order, is stopped and logged Offline, and the partition's other dead
+    replicas are told (LeaderAndIsr, as `replicas._to_offline` sends)."""
+    lai_extra: defaultdict[int, list] = defaultdict(list)
+    stops: defaultdict[int, list] = defaultdict(list)
+    offline_log: defaultdict[tuple, list] = defaultdict(list)
+    shapes: dict[tuple, tuple] = {}
+    for k, row, codes, with_state in zip(dead_rows.tolist(), replicas[dead_rows].tolist(),
+                                         rstate[dead_rows].tolist(), has[dead_rows].tolist()):
+        tp = tps[k]
+        key = tuple(row)
+        plan = shapes.get(key)
+        if plan is None:
+            reps = _cut(row)
+            plan = shapes[key] = tuple((r, j, tuple(x for x in reps if x != r and x not in live))
+                                       for r, j in sorted((r, j) for j, r in enumerate(reps) if r not in live))
+        for r, j, dead_others in plan:
+            stops[r].append(tp)
+            if with_state:
+                for b in dead_others:
+                    lai_extra[b].append(tp)
+            offline_log[(codes[j], r)].append(tp)
+    return stops, offline_log, lai_extra
+

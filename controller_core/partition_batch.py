@@ -147,3 +147,14 @@ def by_broker(reps: np.ndarray, sent: np.ndarray) -> list[tuple[int, np.ndarray]
     starts = np.searchsorted(ids[grouped], brokers)
     ends = np.append(starts[1:], len(ids))
     return [(brokers[k].item(), at_row[grouped[starts[k]:ends[k]]]) for k in np.argsort(first, kind="stable").tolist()]
+
+
+def picker(tps: list):
+    """`rows -> [tps[r] for r in rows]` for an array of positions. A long list is picked from as
+    an object array: numpy's gather is ~3x faster than a Python step per row, once the array is
+    made (about half a gather's cost)."""
+    if len(tps) < 256:
+        return lambda rows: list(map(tps.__getitem__, rows.tolist()))
+    held = np.fromiter(tps, object, len(tps))  # (not np.array: it would unpack the tuples)
+    return lambda rows: held[rows].tolist()
+
