@@ -35,17 +35,16 @@ import numpy as np
 from . import deletion
 from . import partitions as P
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
+from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import ALL, Draft
-from .partition_batch import PartitionBatch, by_broker, picker
-from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .partition_batch import PartitionBatch, by_broker, by_state_and_broker, picker
+from .machines import PartitionState, ReplicaState
 
 ENABLED = True
 """Tests switch this off to compare with the scalar path."""
 
 _ONLINE, _NEW, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.NEW], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
 
 
@@ -80,7 +79,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
         return False  # New partitions, or Offline ones with a live leader, wait for an election: the rule
     if (touched & ~has).any() or ((leaderless | touched) & (cepoch > epoch)).any():
         return False
-    if (dead_replica & ~_one_of(rstate, _OFFLINE_FROM)).any():
+    if (dead_replica & ~V.one_of(rstate, R_OFFLINE_FROM)).any():
         return False
     tried_rows = np.flatnonzero(leaderless)
     isr = image.column("isr")
@@ -191,15 +190,6 @@ def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
     return [tps[k] for k in order], rows[np.array(order, np.intp)]
 
 
-def _one_of(codes: np.ndarray, among: np.ndarray) -> np.ndarray:
-    """`np.isin(codes, among)` for a few small codes (the replica states a replica may go Offline
-    from): a comparison per code, without isin's sort."""
-    found = np.zeros(codes.shape, bool)
-    for c in among.tolist():
-        found |= codes == c
-    return found
-
-
 def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, t_tps: list, t_rows: np.ndarray,
            t_reps: np.ndarray, t_dead: np.ndarray, t_codes: np.ndarray, t_elected: np.ndarray) -> list:
     """The request batch and replica log of `brokers.on_broker_failure`, from the columns:
@@ -264,9 +254,8 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
         if per is None:
             per = stop[(r, False)] = PartitionBatch()
         per.extend(t_pick(rows), distinct=True, rows=t_rows[rows])
-    keys = dead_codes[:, :n_dead] * (1 << 32) + dead_ids[:, :n_dead]
-    return [(key >> 32, key & 0xFFFFFFFF, t_pick(rows))
-            for key, rows in by_broker(keys, dead_sorted[:, :n_dead])]
+    return [(code, r, t_pick(rows))
+            for code, r, rows in by_state_and_broker(dead_codes[:, :n_dead], dead_ids[:, :n_dead], dead_sorted[:, :n_dead])]
 
 
 def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: np.ndarray, was_online: np.ndarray,

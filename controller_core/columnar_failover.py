@@ -36,10 +36,10 @@ import numpy as np
 
 from . import partitions as P
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
+from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import Draft
-from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
-from .partition_batch import PartitionBatch, by_broker, picker
+from .machines import PartitionState, ReplicaState
+from .partition_batch import PartitionBatch, by_broker, by_state_and_broker, picker
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
 
 ENABLED = True
@@ -47,7 +47,6 @@ ENABLED = True
 
 _ONLINE, _OFFLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.NEW]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = ("elect", "offline")
 _INIT = ("init",)
 
@@ -78,7 +77,7 @@ def start_machines(d: Draft) -> bool:
         return False  # a half-done reassignment to repair
     assigned = replicas != PAD
     dead_at = assigned & ~V.member(replicas, live) & kept[:, None]
-    if (dead_at & ~np.isin(image.column("rstate")[rows], _OFFLINE_FROM)).any():
+    if (dead_at & ~V.one_of(image.column("rstate")[rows], R_OFFLINE_FROM)).any():
         return False
 
     tps = image.tps(rows)
@@ -259,12 +258,11 @@ def _one_dead_replica_a_row(pick, dead_rows: np.ndarray, replicas: np.ndarray, r
     if not len(dead_rows):
         return {}, {}, {}
     at = dead_at[dead_rows]
-    dead_id = replicas[dead_rows][at].astype(np.int64)  # (row-major: one a row)
-    code = rstate[dead_rows][at].astype(np.int64)
+    dead_id = replicas[dead_rows][at][:, None]  # (row-major: one a row)
+    code = rstate[dead_rows][at][:, None]
     one = np.ones((len(dead_rows), 1), bool)
-    stops = {r: pick(dead_rows[hit]) for r, hit in by_broker(dead_id[:, None], one)}
-    offline_log = {(key >> 32, key & 0xFFFFFFFF): pick(dead_rows[hit])
-                   for key, hit in by_broker((code * (1 << 32) + dead_id)[:, None], one)}
+    stops = {r: pick(dead_rows[hit]) for r, hit in by_broker(dead_id, one)}
+    offline_log = {(c, r): pick(dead_rows[hit]) for c, r, hit in by_state_and_broker(code, dead_id, one)}
     return stops, offline_log, {}
 
 

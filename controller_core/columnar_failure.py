@@ -20,8 +20,8 @@ from typing import Collection, NamedTuple
 import numpy as np
 
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, PartitionImage
-from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .columns import P_CODE, PAD, R_OFFLINE_FROM, PartitionImage
+from .machines import PartitionState
 from .values import NO_ZK_VERSION
 
 
@@ -41,7 +41,6 @@ class FailureWrites(NamedTuple):
 
 
 _ONLINE, _OFFLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.NEW]
-_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 
 
 def decide(image: PartitionImage, dead: Collection[int], live: Collection[int], epoch: int,
@@ -100,7 +99,7 @@ def decide(image: PartitionImage, dead: Collection[int], live: Collection[int], 
         written[init] = True
 
     # 2. each dead replica leaves the ISR (sorted broker order, as the scalar path walks them)
-    can_go_offline = np.isin(rstate, _OFFLINE_FROM)
+    can_go_offline = V.one_of(rstate, R_OFFLINE_FROM)
     for b in sorted(dead):
         rows = active & V.row_any((replicas == b) & can_go_offline) & has & ~(cepoch > epoch)
         hit = V.shrink(isr, leader, leader_epoch, b, np.flatnonzero(rows & V.row_any(isr == b)))

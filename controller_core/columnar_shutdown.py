@@ -37,10 +37,10 @@ from itertools import compress
 import numpy as np
 
 from . import vector_election as V
-from .columns import P_CODE, PAD, R_CODE, REPLICA_STATES, _cut
+from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import Draft
 from .partition_batch import PartitionBatch, by_broker
-from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
+from .machines import PartitionState, ReplicaState
 from .partitions import CONTROLLED_SHUTDOWN, refusal
 
 ENABLED = True
@@ -48,7 +48,6 @@ ENABLED = True
 
 _ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
 _ELECT = (("elect", CONTROLLED_SHUTDOWN),)
 
 
@@ -97,7 +96,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     rstate = image.column("rstate")[f_rows]
     at = replicas[f_rows] == broker_id  # one position per row (the image is not odd)
     codes = rstate[at]
-    if not np.isin(codes, _OFFLINE_FROM).all():
+    if not V.one_of(codes, R_OFFLINE_FROM).all():
         return False  # an illegal transition, logged as such by replicas.move
     isr = image.column("isr")
     everyone = d.live_or_shutting_down

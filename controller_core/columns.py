@@ -44,7 +44,7 @@ from typing import Collection, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from .machines import PartitionState, ReplicaState
+from .machines import REPLICA_VALID_PREVIOUS, PartitionState, ReplicaState
 from .partition_info import PartitionInfo, _pair
 from .pmap import EMPTY, PMap
 from .values import LeaderIsr, PartitionView, ReplicaAssignment, TopicPartition, shared_assignment
@@ -61,6 +61,9 @@ PARTITION_STATES: tuple[PartitionState, ...] = tuple(PartitionState)
 REPLICA_STATES: tuple[ReplicaState, ...] = tuple(ReplicaState)
 P_CODE = {s: i for i, s in enumerate(PARTITION_STATES)}  # plain ints: numpy scalars convert slowly
 R_CODE = {s: i for i, s in enumerate(REPLICA_STATES)}
+R_OFFLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[ReplicaState.OFFLINE]), np.int8)
+"""The codes of the replica states a replica may go Offline from (the whole-cluster decisions
+check a dead broker's replicas against them: `vector_election.one_of`)."""
 R_NON_EXISTENT = R_CODE[ReplicaState.NON_EXISTENT]
 _CODES = len(REPLICA_STATES)
 
@@ -801,7 +804,8 @@ class PartitionImage:
         large cluster): each changed column is laid out whole once (the chunks joined), written
         with one assignment per group, and the changed chunks become views of it, as
         `from_columns` lays them out; the unchanged chunks stay shared. A chunk at a time, the
-        same 100,000-row change was some 1,500 small copies and assignments (about 30 ms).
+        same 100,000-row change was some 1,500 small copies and assignments (12.1 against 5.8 ms,
+        docs/bench/2026-11-28-forenoon/with-columns-ab.txt).
         None when a chunk is not `CHUNK` rows (the chunk-at-a-time way then)."""
         if any(len(ch.present) != CHUNK for ch in chunks):
             return None

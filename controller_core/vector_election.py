@@ -39,6 +39,15 @@ def member(matrix: np.ndarray, brokers: Collection[int]) -> np.ndarray:
     return np.isin(matrix, _as_ids(brokers)) & (matrix != PAD)
 
 
+def one_of(codes: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """`np.isin(codes, among)` for a few small codes (replica or partition state codes): a
+    comparison per code, without isin's sort."""
+    found = np.zeros(codes.shape, bool)
+    for c in among.tolist():
+        found |= codes == c
+    return found
+
+
 def contained(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
     """`values[i, j] in sets[i, :]` row by row (False on padding of `values`)."""
     if values.shape[1] == 0 or sets.shape[1] == 0:
@@ -53,7 +62,7 @@ def contained(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
 
 def row_any(mask: np.ndarray) -> np.ndarray:
     """`mask.any(axis=1)`, a column at a time: numpy's reduction along a row of a few cells
-    costs ~30 ns a row, an OR of columns ~1 ns a cell (100,000 x 3: 2.9 against 0.3 ms)."""
+    costs ~30 ns a row, an OR of columns ~1 ns a cell (100,000 x 3: 2.9 against 0.24 ms)."""
     n, width = mask.shape
     if not width:
         return np.zeros(n, bool)
