@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import gc
 import logging
 import time
 from typing import Protocol
@@ -507,14 +506,11 @@ class ControllerLoop:
         size = len(state.partitions)
         if size > GC_BURST_PARTITIONS and size > 2 * self._gc_frozen_partitions:
             t0 = time.perf_counter()
-            gc.unfreeze()
-            collected = gc.collect()
-            gc.freeze()
-            # the load's requests are freed by now: hand their pages back (adapters/runtime/heap.py)
-            trimmed = heap.trim()
+            # the load's requests are freed by now: their pages go back too (adapters/runtime/heap.py)
+            frozen, collected, trimmed = heap.freeze_survivors()
             self._gc_frozen_partitions = size
             log.info("state of %d partitions frozen out of the garbage collector's scans (%d objects, "
-                     "%d collected first; heap %s; %.0f ms)", size, gc.get_freeze_count(), collected,
+                     "%d collected first; heap %s; %.0f ms)", size, frozen, collected,
                      {True: "trimmed", False: "had nothing to trim", None: "not trimmable here"}[trimmed],
                      (time.perf_counter() - t0) * 1000)
 

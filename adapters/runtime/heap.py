@@ -10,11 +10,16 @@ of the collector (adapters/controller/loop.py, `_freeze_grown_state`): once per 
 state, with the controller quiet.
 
 `malloc_trim` is glibc's; elsewhere (musl, macOS) `trim()` does nothing and says so.
+
+`freeze_survivors()` is the step both long-lived holders of a grown state take (the controller
+loop for its partition image, a broker for its replicas): collect, move what survives out of the
+cyclic collector's generations, trim.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 
 _malloc_trim = None
 try:
@@ -32,3 +37,17 @@ def trim() -> bool | None:
     if _malloc_trim is None:
         return None
     return bool(_malloc_trim(0))
+
+
+def freeze_survivors() -> tuple[int, int, bool | None]:
+    """Collect everything, then freeze what survives out of the collector's scans, then trim:
+    returns (objects frozen, objects collected, what `trim()` returned).
+
+    Unfrozen and collected first: a cycle frozen while alive is never collected once it dies,
+    so a freeze without this keeps the dead of the previous one for good. Costs one full
+    collection (tens of ms on a 100,000-partition process): call it when the process is quiet,
+    after its state grew, not on every change."""
+    gc.unfreeze()
+    collected = gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count(), collected, trim()

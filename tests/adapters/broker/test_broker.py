@@ -440,3 +440,61 @@ async def test_a_service_can_plug_in_its_own_replica_manager(zk):
     assert rm.calls == [("leader", "t-0", 1), ("follower", "t-1", 1), ("stop", "t-0", True)]
     assert broker.metrics()["replicas"] == {}
     assert await broker.update_isr() is False  # the base class never proposes ISR changes
+
+
+async def test_a_large_leader_and_isr_is_applied_with_the_collector_paused_and_the_grown_broker_frozen_later(
+        zk, monkeypatch):
+    """A LeaderAndIsr above DECODE_IN_THREAD partitions is applied with the cyclic collector off
+    (its allocations would trigger collections that walk every replica the broker holds), a small
+    one with it on; once the broker holds FREEZE_FROM partitions and is quiet for FREEZE_QUIET_S,
+    what it holds is frozen out of the collector's scans (one freeze per doubling)."""
+    import gc
+
+    from adapters.broker import broker as broker_module
+    from adapters.broker.replica_manager import ReplicaManagerBase
+    from adapters.control.framing import Frame
+
+    class Recording(ReplicaManagerBase):
+        def __init__(self):
+            self.collector_on = []
+
+        def become_leader(self, view):
+            self.collector_on.append(gc.isenabled())
+
+        become_follower = become_leader
+
+        def stop_replica(self, tp, delete):
+            pass
+
+        def partitions(self):
+            return {}
+
+    monkeypatch.setattr(broker_module, "DECODE_IN_THREAD", 50)
+    monkeypatch.setattr(broker_module, "FREEZE_FROM", 100)
+    monkeypatch.setattr(broker_module, "FREEZE_QUIET_S", 0.05)
+    freezes = []
+    monkeypatch.setattr(broker_module.heap, "freeze_survivors", lambda: freezes.append(1) or (0, 0, None))
+    assert gc.isenabled()
+    rm = Recording()
+    broker = Broker(ME, zk, replica_manager=rm)
+
+    async def lai(n, epoch):
+        views = tuple(view(TopicPartition("t", p), epoch=epoch) for p in range(n))
+        c = C.SendLeaderAndIsr(broker_id=ME, broker_epoch=-1, controller_epoch=1, partitions=views, live_leaders=())
+        return await broker.handle(Frame(Q.LEADER_AND_ISR, 1, False, Q.leader_and_isr_body(c, 0)))
+
+    assert await lai(40, 1) == {"partition_errors": []}
+    assert rm.collector_on == [True] * 40 and gc.isenabled()
+    rm.collector_on.clear()
+    assert await lai(80, 2) == {"partition_errors": []}  # large, but 80 partitions held: below FREEZE_FROM
+    assert rm.collector_on == [False] * 80 and gc.isenabled()
+    await asyncio.sleep(0.15)
+    assert freezes == []
+    assert await lai(150, 3) == {"partition_errors": []}
+    assert not freezes  # not while requests come: after the quiet
+    await asyncio.sleep(0.15)
+    assert freezes == [1] and broker._frozen_size == 150
+    assert await lai(250, 4) == {"partition_errors": []}  # grown, but not doubled
+    await asyncio.sleep(0.15)
+    assert freezes == [1]
+    broker.close()

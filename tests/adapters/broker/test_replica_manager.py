@@ -366,3 +366,28 @@ def test_isr_removal_decided_while_a_broker_was_dead_does_not_stop_it_after_it_r
     clock.advance(CATCH_UP)
     [p] = rm.isr_proposals()
     assert p.added == (3,)
+
+
+def test_followers_share_empty_leader_bookkeeping_and_a_leader_gets_its_own():
+    """A follower replica holds the shared read-only empties (a broker has tens of thousands of
+    them: two sets each were 430 bytes and two objects for the collector to walk); becoming
+    leader gives it containers of its own, and leading again after following starts clean."""
+    from adapters.broker import replica_manager as rmod
+
+    rm = SimulatedReplicaManager(1, clock=lambda: 0.0)
+    rm.update_live_brokers(frozenset({1, 2, 3}))
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    for tp in (a, b):
+        rm.become_follower(PartitionView(tp, 2, 1, (2, 1, 3), 1, 0, (2, 1, 3)))
+    ra, rb = rm._replicas[a], rm._replicas[b]
+    assert ra.followers is rb.followers is rmod._NO_FOLLOWERS and ra.stopped is rb.removed is rmod._NONE
+    with pytest.raises(TypeError):
+        ra.followers[2] = None  # read-only: a follower never records followers
+    rm.become_leader(PartitionView(a, 1, 2, (1, 3), 1, 1, (2, 1, 3)))  # 2 left the ISR with this epoch
+    assert ra.followers is not rmod._NO_FOLLOWERS and set(ra.followers) == {2, 3}
+    assert ra.removed == {2} and rb.removed is rmod._NONE
+    rm.update_live_brokers(frozenset({1, 3}))
+    rm.update_live_brokers(frozenset({1, 2, 3}))  # seen live after its removal: it fetches again
+    assert ra.removed == frozenset() and ra.followers[2].fetching
+    rm.become_follower(PartitionView(a, 3, 3, (3, 1), 1, 2, (2, 1, 3)))
+    assert ra.followers is rmod._NO_FOLLOWERS and ra.removed is rmod._NONE
