@@ -261,9 +261,14 @@ class ControllerMachine(RuleBasedStateMachine):
     def do(self, event, refused: bool = False):
         """Step the core, check every invariant, execute the commands on the model.
 
-        While a controller write is in flight the core defers every other event (step.py), and
-        the outcome that ends the wait also decides the deferred events: `processed` are the
-        events this step actually decided, in order."""
+        While a controller write is in flight, or a re-read of partition states before an
+        election (`rechecking`, the stale-ISR rule), the core defers every other event (step.py),
+        and the outcome that ends the wait also decides the deferred events: `processed` are the
+        events this step actually decided, in order; an event whose decision refused on a cached
+        ISR is parked (its decision dropped) and decided when `PartitionStatesRechecked` brings
+        the re-read states. (A model that knew only the writes took events deferred or parked
+        behind a re-read for decided: a stale request "changed the state", and a parked broker
+        change's listing was used to check commands the core decided without it.)"""
         before = self.state
         s1, c1 = step(before, event)
         s2, c2 = step(before, event)
@@ -272,14 +277,20 @@ class ControllerMachine(RuleBasedStateMachine):
         assert codec.digest(c1) == codec.reference_digest(c1) == codec.digest(c2), (
             f"fast digest differs from the reference for {type(event).__name__}")
         was_active = before.active
-        deferred = was_active and s1.deferred == before.deferred + (event,) and bool(before.pending)
+        deferred = was_active and s1.deferred == before.deferred + (event,) and \
+            bool(before.pending or before.rechecking)
         if deferred:
             assert c1 == () and attrs.evolve(s1, deferred=before.deferred) == before, (
                 f"deferring {type(event).__name__} changed more than the deferred queue")
             processed = []
         else:
             queue = list(before.deferred) if was_active else []
-            processed = [event] + queue[:len(queue) - len(s1.deferred)] if s1.active or was_active else [event]
+            decided = [event]
+            if isinstance(event, E.PartitionStatesRechecked) and before.rechecking and event.read_id == before.recheck_id:
+                decided += before.rechecking  # the event parked for the re-read is decided now
+            decided += queue[:len(queue) - len(s1.deferred)]
+            # an event parked for a re-read (its decision dropped) is decided when the read is back
+            processed = [e for e in decided if e not in s1.rechecking] if s1.active or was_active else [event]
         if refused or (not was_active and not isinstance(event, E.ControllerElected)):
             if not deferred:
                 assert s1 is before or s1 == before, f"refused input {type(event).__name__} changed the state"
