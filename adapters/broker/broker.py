@@ -68,7 +68,7 @@ from adapters.broker.replica_manager import (
     monotonic_ms,
 )
 from adapters.control.framing import Frame
-from adapters.runtime import heap
+from adapters.runtime import gcpause, heap
 from adapters.runtime.gcpause import gc_paused
 from adapters.zookeeper.session import ZkError, ZkSession
 
@@ -413,6 +413,8 @@ class Broker:
         if self._closed:
             return
         wait = self._last_large + FREEZE_QUIET_S - time.monotonic()
+        if wait <= 0 and gcpause.held():
+            wait = FREEZE_QUIET_S  # the node's controller is in a burst (its pause held): not now
         if wait > 0:  # a large request came meanwhile: wait for the quiet after it
             self._freeze_at = asyncio.get_running_loop().call_later(wait, self._freeze)
             return
