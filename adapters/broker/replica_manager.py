@@ -234,7 +234,7 @@ class _Replica:
         # thousands of follower replicas, and two sets each were 430 bytes and two objects the
         # cyclic collector walked (a 50,000-partition LeaderAndIsr spent most of its time in
         # collections triggered by them)
-        self.followers: dict[int, _Follower] = _NO_FOLLOWERS
+        self.followers: Mapping[int, _Follower] = _NO_FOLLOWERS  # a dict of its own while leading
         self.stopped: frozenset[int] = _NONE  # followers whose replica the controller stopped
         self.removed: frozenset[int] = _NONE  # taken out of the ISR, not yet seen live since
         self.in_flight = False  # a proposal is being written
