@@ -261,20 +261,9 @@ gc.collect()
 print((tracemalloc.get_traced_memory()[0] - before) / 2**20)
 """
 
-_MEMORY_RSS = """
-import gc, os
-from benchmarks.core_step import cluster
-import controller_core.step
-def rss():
-    return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
-gc.collect()
-before = rss()
-s = cluster(100_000, leader=None)
-gc.collect()
-print((rss() - before) / 2**20)
-"""
-
-_MEMORY_LOOP = """
+def _rss_script(settle: str) -> str:
+    """A fresh process's resident-set growth while it builds the state, measured after `settle`."""
+    return f"""
 import gc, os
 from benchmarks.core_step import cluster
 import controller_core.step
@@ -284,11 +273,14 @@ def rss():
 gc.collect()
 before = rss()
 s = cluster(100_000, leader=None)
-gc.collect()
-gc.freeze()  # as the controller loop leaves a grown state (adapters/controller/loop.py, _freeze_grown_state)
-heap.trim()
+{settle}
 print((rss() - before) / 2**20)
 """
+
+
+_MEMORY_RSS = _rss_script("gc.collect()")
+# as the controller loop leaves a grown state (adapters/controller/loop.py, _freeze_grown_state)
+_MEMORY_LOOP = _rss_script("heap.freeze_survivors()")
 
 
 def bench_memory() -> dict:

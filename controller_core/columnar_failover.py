@@ -291,4 +291,3 @@ def _dead_replicas_walked(tps: list, dead_rows: np.ndarray, replicas: np.ndarray
                     lai_extra[b].append(tp)
             offline_log[(codes[j], r)].append(tp)
     return stops, offline_log, lai_extra
-
