@@ -226,13 +226,30 @@ class DownIndex:
         return k >= 0 and t < ends[k]
 
 
-# -- one partition ----------------------------------------------------------------------------------
+# -- one partition: a walk that can stop at a time and resume ---------------------------------------
+#
+# The rules walk each incarnation of a partition (a topic deletion ends one) in the order
+# ZooKeeper accepted its values (znode version); the measurements walk every row in time order.
+# Both are folds, so an incremental audit (replay/job.py) keeps each partition's state at a *cut*
+# time C (`PartitionWalk.state`) and later walks only the rows at or after C from it. That gives
+# what a walk of the whole timeline gives when every later row also comes after the walked ones
+# in version order; a row read at or after C with a version below the walked incarnation's
+# newest (a stale read arriving late) does not, and raises `NeedsWholeWalk`.
+
+
+class NeedsWholeWalk(Exception):
+    """Rows after a cut that do not come after the walked ones in ZooKeeper order: the
+    partition's whole timeline has to be walked again."""
+
+
+def _time_key(r: dict):
+    return (r["time"], _KIND_ORDER.get(r["kind"], 9), r["seq"])
 
 
 def _zk_order(rows: list[dict]) -> list[list[dict]]:
     """Rows of one partition split into incarnations (a topic deletion ends one) and sorted in
     the order ZooKeeper accepted them (znode version), ties by time."""
-    rows = sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["seq"]))
+    rows = sorted(rows, key=_time_key)
     incarnations, current = [], []
     for r in rows:
         current.append(r)
@@ -245,46 +262,41 @@ def _zk_order(rows: list[dict]) -> list[list[dict]]:
                                        _KIND_ORDER.get(r["kind"], 9))) for inc in incarnations]
 
 
-def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dict], end_time: int,
-                    rules: bool = True):
-    """The per-partition rules and measurements. Returns (findings, offline intervals,
-    recoveries [(failure, ms or None)], leader deltas [(time, broker, +1/-1)]). `rules=False`:
-    the measurements only (the Spark job checks the rules as window functions, replay/rules.py)."""
-    findings = []
-    if not rows:
-        return findings, [], [], []
-    topic, partition = rows[0]["topic"], rows[0]["partition"]
+_PREV = ("zk_version", "leader", "leader_epoch", "isr", "controller_epoch", "kind", "seq", "journal")
 
-    def bad(rule, r, detail):
-        findings.append(finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
-                                line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic, partition=partition))
 
-    for inc in _zk_order(rows) if rules else ():
-        prev = None
-        max_writer = None
-        by_version: dict[int, dict] = {}
-        assignments: list = [[], []]
-        for r in inc:
-            if r["kind"] == "deleted":
-                continue
-            what = f"{r['kind']} (version {r['zk_version']}, controller epoch {r['controller_epoch']})"
-            isr, leader = r["isr"], r["leader"]
-            seen = by_version.get(r["zk_version"])
-            if seen is not None:  # the same znode version read again (possibly later, under a newer assignment)
-                if (seen["leader"], seen["leader_epoch"], list(seen["isr"]), seen["controller_epoch"]) != \
-                        (leader, r["leader_epoch"], list(isr), r["controller_epoch"]):
-                    bad("version-conflict", r, f"{what}: leader {leader} epoch {r['leader_epoch']} ISR {isr}, but "
-                        f"{seen['kind']} at seq {seen['seq']} ({seen['journal']}) recorded leader {seen['leader']} "
-                        f"epoch {seen['leader_epoch']} ISR {seen['isr']} for the same version")
-                continue
-            by_version[r["zk_version"]] = r
+def _walk_incarnation(inc: list[dict], state: dict | None, bad) -> dict | None:
+    """The rules over one incarnation's rows in ZooKeeper order, from `state` (the walk of its
+    earlier rows: the first row of the newest version, the newest writer, the current and the
+    previous assignment); `bad(rule, row, detail)` receives the findings (None: none wanted).
+    Returns the state after these rows."""
+    if state is None:
+        prev, max_writer, assignments = None, None, [[], []]
+    else:
+        prev, max_writer, assignments = state["prev"], state["writer"], state["assignments"]
+    by_version: dict[int, dict] = {} if prev is None else {prev["zk_version"]: prev}
+    for r in inc:
+        if r["kind"] == "deleted":
+            continue
+        isr, leader = r["isr"], r["leader"]
+        seen = by_version.get(r["zk_version"])
+        if seen is not None:  # the same znode version read again (possibly later, under a newer assignment)
+            if bad is not None and (seen["leader"], seen["leader_epoch"], list(seen["isr"]), seen["controller_epoch"]) \
+                    != (leader, r["leader_epoch"], list(isr), r["controller_epoch"]):
+                bad("version-conflict", r, f"{_what(r)}: leader {leader} epoch {r['leader_epoch']} ISR {isr}, but "
+                    f"{seen['kind']} at seq {seen['seq']} ({seen['journal']}) recorded leader {seen['leader']} "
+                    f"epoch {seen['leader_epoch']} ISR {seen['isr']} for the same version")
+            continue
+        by_version[r["zk_version"]] = r
+        replicas = r["replicas"]
+        if replicas and replicas != assignments[-1]:
+            assignments = [assignments[-1], replicas]
+        if bad is not None:
+            what = _what(r)
             if not isr:
                 bad("isr-empty", r, f"{what}: the ISR is empty")
             elif leader != -1 and leader not in isr:
                 bad("leader-not-in-isr", r, f"{what}: leader {leader} is not in the ISR {isr}")
-            replicas = r["replicas"]
-            if replicas and replicas != assignments[-1]:
-                assignments = [assignments[-1], replicas]
             # a partition leader may still write an ISR with a replica that a reassignment has
             # just removed (it learns of the new assignment later): its values are checked
             # against the current and the previous assignment, the controller's own against the
@@ -300,52 +312,170 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
                 elif r["leader_epoch"] < prev["leader_epoch"]:
                     bad("leader-epoch", r, f"{what}: leader epoch {r['leader_epoch']} went back from "
                         f"{prev['leader_epoch']} of version {prev['zk_version']} ({prev['kind']}, seq {prev['seq']})")
-            if r["kind"] == "write":
-                if max_writer is not None and r["controller_epoch"] < max_writer["controller_epoch"]:
-                    bad("stale-controller-write", r, f"{what}: accepted from controller epoch {r['controller_epoch']} "
-                        f"after epoch {max_writer['controller_epoch']} had written (version {max_writer['zk_version']})")
-                if max_writer is None or r["controller_epoch"] > max_writer["controller_epoch"]:
-                    max_writer = r
-            prev = r
+            if r["kind"] == "write" and max_writer is not None and r["controller_epoch"] < max_writer[0]:
+                bad("stale-controller-write", r, f"{what}: accepted from controller epoch {r['controller_epoch']} "
+                    f"after epoch {max_writer[0]} had written (version {max_writer[1]})")
+        if r["kind"] == "write" and (max_writer is None or r["controller_epoch"] > max_writer[0]):
+            max_writer = [r["controller_epoch"], r["zk_version"]]
+        prev = r
+    if prev is None:
+        return None
+    return {"prev": {k: (list(prev[k]) if k == "isr" else prev[k]) for k in _PREV}, "writer": max_writer,
+            "assignments": [list(a) for a in assignments]}
 
-    # measurements, in time order
-    timed = sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["zk_version"]))
-    changes = []  # (time, leader) whenever the leader value changes; -2 once deleted
-    for r in timed:
-        leader = -2 if r["kind"] == "deleted" else r["leader"]
-        if not changes or changes[-1][1] != leader:
-            changes.append((r["time"], leader))
-    offline = []
-    deltas = []
-    for k, (t, leader) in enumerate(changes):
-        t_next = changes[k + 1][0] if k + 1 < len(changes) else end_time
-        if k > 0 and changes[k - 1][1] >= 0:
-            deltas.append((t, changes[k - 1][1], -1))
+
+def _what(r: dict) -> str:
+    return f"{r['kind']} (version {r['zk_version']}, controller epoch {r['controller_epoch']})"
+
+
+def walk_rules(rows: list[dict], state: dict | None, bad) -> dict | None:
+    """The rules over a partition's rows (any order) that follow a walk whose state is `state`
+    (None: nothing walked, or its last row was a deletion). Returns the state after them: that
+    of the open incarnation, None when the last row (in time order) is a deletion."""
+    for k, inc in enumerate(_zk_order(rows)):
+        start = state if k == 0 else None
+        if start is not None:
+            floor = start["prev"]["zk_version"]
+            if any(r["zk_version"] < floor for r in inc if r["kind"] != "deleted"):
+                raise NeedsWholeWalk(f"a version below {floor} after the cut")
+        state = _walk_incarnation(inc, start, bad)
+        if inc[-1]["kind"] == "deleted":
+            state = None
+    return state
+
+
+class FailureIndex:
+    """The broker failures (`failures`, numbered in time order) as every partition's walk reads them."""
+
+    def __init__(self, broker_failures: list[dict]):
+        self.failures = broker_failures
+        self.times = [f["time"] for f in broker_failures]
+        self.failed_at = {f["failure"]: f["time"] for f in broker_failures}
+
+
+class PartitionWalk:
+    """One partition's measurements (and, with `bad`, its rules) over its rows: the offline
+    intervals (no leader, or its leader's broker down), the leader changes per broker, and the
+    time each broker failure that took its leader took to give it a live leader again.
+
+    `walk(rows, cut)` takes the partition's rows at or after the state's cut (all of them from
+    scratch); when `cut` is given, `state` is the walk's state at that time, and every output
+    before it is marked final (it cannot change when later rows arrive: the incremental audit
+    stores it). `finish(end_time)` closes the last leader's span at the end of the history."""
+
+    def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, bad=None):
+        self.down, self.bad, self.failures = down, bad, failures
+        m = state["measure"] if state else {}
+        self.rules = state["rules"] if state else None
+        self.last = tuple(m["last"]) if m.get("last") else None  # (time, leader): -1 none, -2 deleted
+        self.pending = tuple(m["pending"]) if m.get("pending") else None  # the offline interval still growing
+        self.waiting: list[int] = list(m.get("waiting", ()))  # failures that took the leader, not recovered yet
+        self.offline_ms, self.offline_count = m.get("ms", 0), m.get("count", 0)
+        cut = state["cut"] if state else None
+        self.next_failure = 0 if cut is None else bisect.bisect_left(failures.times, cut)
+        self.intervals: list[tuple[int, int, bool]] = []  # (start, end, final)
+        self.deltas: list[tuple[int, int, int, bool]] = []  # (time, broker, +1/-1, final)
+        self.recoveries: list[tuple[int, int | None, bool]] = []  # (failure, ms or None, final)
+        self.state: dict | None = None
+        self._final = False
+
+    def walk(self, rows: list[dict], cut: int | None = None) -> "PartitionWalk":
+        if self.bad is not None:  # every row's findings, from one walk in ZooKeeper order
+            walk_rules(rows, self.rules, self.bad)
+        # the rules' state at the cut: a walk of the rows before it
+        rules_state = None if cut is None else walk_rules([r for r in rows if r["time"] < cut], self.rules, None)
+        self._final = cut is not None
+        for r in sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["zk_version"])):
+            if self._final and r["time"] >= cut:
+                self._snapshot(cut, rules_state)
+            leader = -2 if r["kind"] == "deleted" else r["leader"]
+            if self.last is not None and self.last[1] == leader:
+                continue
+            self._change(r["time"], leader)
+        if self._final:
+            self._snapshot(cut, rules_state)
+        return self
+
+    def _assign(self, before: int) -> None:
+        """The failures before `before` find the leader they took (the last change at or before them)."""
+        fs = self.failures.failures
+        while self.next_failure < len(fs) and fs[self.next_failure]["time"] < before:
+            f = fs[self.next_failure]
+            if self.last is not None and self.last[1] == f["broker"]:
+                self.waiting.append(f["failure"])
+            self.next_failure += 1
+
+    def _change(self, t: int, leader: int) -> None:
+        self._assign(t)
+        if self.waiting and (leader == -2 or (leader >= 0 and not self.down.is_down(leader, t))):
+            for failure in self.waiting:  # a new leader, or the broker back; or the topic gone
+                ms = None if leader == -2 else t - self.failures.failed_at[failure]
+                self.recoveries.append((failure, ms, self._final))
+            self.waiting = []
+        if self.last is not None:
+            if self.last[1] >= 0:
+                self.deltas.append((t, self.last[1], -1, self._final))
+            self._spans(self.last, t)
         if leader >= 0:
-            deltas.append((t, leader, 1))
+            self.deltas.append((t, leader, 1, self._final))
+        self.last = (t, leader)
+
+    def _spans(self, change: tuple[int, int], t_next: int) -> None:
+        t, leader = change
         if leader == -2 or t_next <= t:
-            continue
-        spans = [(t, t_next)] if leader == -1 else down.down_spans(leader, t, t_next)
-        for a, b in spans:
-            if offline and offline[-1][1] == a:
-                offline[-1] = (offline[-1][0], b)
+            return
+        for a, b in [(t, t_next)] if leader == -1 else self.down.down_spans(leader, t, t_next):
+            if self.pending is not None and self.pending[1] == a:
+                self.pending = (self.pending[0], b)
             else:
-                offline.append((a, b))
-    recoveries = []
-    times = [c[0] for c in changes]
-    for f in broker_failures:
-        k = bisect.bisect_right(times, f["time"]) - 1
-        if k < 0 or changes[k][1] != f["broker"]:
-            continue
-        recovered = None
-        for t, leader in changes[k + 1:]:
-            if leader == -2:
-                break
-            if leader >= 0 and not down.is_down(leader, t):  # a new leader, or the broker back
-                recovered = t - f["time"]
-                break
-        recoveries.append((f["failure"], recovered))
-    return findings, offline, recoveries, deltas
+                self._emit()
+                self.pending = (a, b)
+
+    def _emit(self) -> None:
+        if self.pending is not None:
+            a, b = self.pending
+            self.intervals.append((a, b, self._final))
+            self.offline_ms += b - a
+            self.offline_count += 1
+            self.pending = None
+
+    def _snapshot(self, cut: int, rules_state: dict | None) -> None:
+        self._assign(cut)
+        self.state = {"cut": cut, "rules": rules_state,
+                      "measure": {"last": self.last, "pending": self.pending, "waiting": list(self.waiting),
+                                  "ms": self.offline_ms, "count": self.offline_count}}
+        self._final = False
+
+    def finish(self, end_time: int) -> "PartitionWalk":
+        self._assign(1 << 62)
+        if self.last is not None:
+            self._spans(self.last, end_time)
+        for failure in self.waiting:
+            self.recoveries.append((failure, None, False))
+        self.waiting = []
+        self._emit()
+        self.recoveries.sort(key=lambda x: x[0])
+        return self
+
+
+def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dict], end_time: int,
+                    rules: bool = True):
+    """The per-partition rules and measurements over a partition's whole timeline. Returns
+    (findings, offline intervals, recoveries [(failure, ms or None)], leader deltas [(time,
+    broker, +1/-1)]). `rules=False`: the measurements only (the Spark job checks the rules as
+    window functions, replay/rules.py)."""
+    findings = []
+    if not rows:
+        return findings, [], [], []
+    topic, partition = rows[0]["topic"], rows[0]["partition"]
+
+    def bad(rule, r, detail):
+        findings.append(finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
+                                line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic, partition=partition))
+
+    w = PartitionWalk(down, FailureIndex(broker_failures), bad=bad if rules else None).walk(rows).finish(end_time)
+    return (findings, [(a, b) for a, b, _ in w.intervals], [(f, ms) for f, ms, _ in w.recoveries],
+            [(t, b, d) for t, b, d, _ in w.deltas])
 
 
 # -- reassignments and elections ----------------------------------------------------------------------

@@ -5,8 +5,10 @@ reads and writes the manifest through Hadoop's file system, `replay/job.py`).
 Theory of operation
 -------------------
 Segments are known by their *content*: the SHA-256 of the decompressed text (a closed segment
-that the writer later gzips keeps its hash; a renamed or touched file is not "new"). For every
-audited segment the manifest keeps its hash, its length, its per-segment summary
+that the writer later gzips keeps its hash; a renamed or touched file is not "new"). A file whose
+path, size and modification time are those recorded when it was hashed is not read again (the
+quick check of `rsync` and `git status`), so a later run reads only new and grown segments. For
+every audited segment the manifest keeps its hash, its length, its size and time on disk, its per-segment summary
 (`plan.SegmentSummary`), its cluster id and its line findings, so a later run neither reads nor
 checks it again.
 
@@ -101,6 +103,20 @@ class Manifest:
             seen = self.segments.get(seg_key(journal, name_seq))
             if seen is not None:
                 out[path] = seen["chars"]
+        return out
+
+    def unchanged_on_disk(self, listed: Iterable[tuple[str, str, int]],
+                          on_disk: dict[str, list[int]]) -> dict[str, Hashed]:
+        """The listed files (path, journal, name_seq) whose size and modification time are what
+        they were when an earlier run hashed them under the same path: their recorded hash is
+        taken without reading them again (as `git status` trusts its index and `rsync` its
+        quick check). A file rewritten in place is still seen unless the writer restored both
+        its size and its modification time to the millisecond; `--full` reads everything."""
+        out = {}
+        for path, journal, name_seq in listed:
+            seen = self.segments.get(seg_key(journal, name_seq))
+            if seen is not None and seen["file"] == path and seen.get("disk") == on_disk.get(path):
+                out[path] = Hashed(path, journal, name_seq, seen["sha"], seen["chars"], None)
         return out
 
     def classify(self, hashed: list[Hashed], display) -> tuple[dict[str, str], list[dict]]:

@@ -111,10 +111,10 @@ def _norm(uri: str) -> str:
     return uri
 
 
-def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str, list[str]]:
+def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str, list[str], dict[str, list[int]]]:
     """The root journal names are shown relative to (the one `--journal`, or the common parent of
-    several) and every segment file under them (plain wins over .gz), via Hadoop's file system
-    API: the driver lists, nobody reads yet."""
+    several), every segment file under them (plain wins over .gz), and each file's size in bytes
+    and modification time in ms, via Hadoop's file system API: the driver lists, nobody reads yet."""
     import re
 
     sc = spark.sparkContext
@@ -144,7 +144,12 @@ def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str,
         chosen[key] = f
     if not chosen:
         raise UsageError(f"--journal {' '.join(roots)}: no journal segments (segment-<seq>.jsonl[.gz]) found")
-    return root, sorted(chosen.values())
+    stats = {}
+    for f in chosen.values():
+        path = jvm.org.apache.hadoop.fs.Path(_uri(f))
+        st = path.getFileSystem(sc._jsc.hadoopConfiguration()).getFileStatus(path)
+        stats[f] = [st.getLen(), st.getModificationTime()]
+    return root, sorted(chosen.values()), stats
 
 
 def _common_parent(roots: list[str]) -> str:
@@ -225,17 +230,23 @@ class _Store:
         return dropped
 
 
-def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[str, int]) -> list[checkpoint.Hashed]:
+def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[str, int],
+          known: dict[str, checkpoint.Hashed]) -> list[checkpoint.Hashed]:
     """The content hash of every listed segment (decompressed text), and of the prefix the
-    manifest recorded, on the executors."""
+    manifest recorded, on the executors; the segments in `known` (unchanged on disk since they
+    were audited, `Manifest.unchanged_on_disk`) are not read."""
+    todo = [p for p, _, _ in listed if p not in known]
+    if not todo:
+        return [known[p] for p, _, _ in listed]
     pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
-    rows = (_whole_files(spark, [_uri(p) for p, _, _ in listed]).select("path", "value")
+    rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
             .join(F.broadcast(pref), "path", "left")
             .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
                     F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
                     .alias("prefix")).collect())
     got = {r["path"]: r for r in rows}
-    return [checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"]) for p, j, n in listed]
+    return [known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
+            for p, j, n in listed]
 
 
 def _uri(p: str) -> str:
@@ -425,7 +436,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     started = time.perf_counter()
     sc = spark.sparkContext
     try:
-        root, files = _list_segments(spark, journal)
+        root, files, on_disk = _list_segments(spark, journal)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -451,7 +462,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # 1. content hashes; what changed since the checkpoint ----------------------------------------
     listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
     display = {j: _display(root, j) for _, j, _ in listed}
-    hashed = _hash(spark, listed, manifest.prefix_lengths(listed))
+    unchanged = manifest.unchanged_on_disk(listed, on_disk)
+    hashed = _hash(spark, listed, manifest.prefix_lengths(listed), unchanged)
     status, _ = manifest.classify(hashed, display.get)
     if closed_only:
         still_open = {p for p, _, _ in listed} - checkpoint.closed(listed)
@@ -492,7 +504,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                                 new_line_findings.get(h.path, []))
     for h in hashed:
         seen = manifest.segments[checkpoint.seg_key(h.journal, h.name_seq)]
-        seen["file"], seen["last"] = h.path, is_last[h.path]
+        seen["file"], seen["last"], seen["disk"] = h.path, is_last[h.path], on_disk[h.path]
     driver_findings = list(manifest.changes) + check_segments(summaries, display.get)
     units, plan_findings = plan_units(summaries, display.get)
     driver_findings += plan_findings
@@ -645,7 +657,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     stats = {"events": sum(u["events"] for u in unit_summaries), "journals": len(display), "segments": len(summaries),
              "units": len(units), "step_seconds": sum(u["step_seconds"] for u in unit_summaries),
              "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
-             "incremental": {"segments_read": len(rescan), "segments_reused": len(hashed) - len(rescan),
+             "incremental": {"segments_hashed": len(listed) - len(unchanged), "segments_read": len(rescan),
+                             "segments_reused": len(hashed) - len(rescan),
                              "units_executed": len(executed), "units_reused": len(units) - len(executed),
                              "events_executed": sum(u["events"] for u in run_units),
                              "step_seconds_executed": sum(u["step_seconds"] for u in run_units)},

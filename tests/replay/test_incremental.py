@@ -68,6 +68,7 @@ def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_ru
     # the new segments, plus each journal's previous last segment (its last unit's range was
     # "to the end of the journal" and now ends at the next snapshot)
     assert inc["segments_read"] == len(moved) + nodes
+    assert inc["segments_hashed"] == len(moved)  # the others are as they were on disk
     assert inc["units_executed"] == len(moved) + nodes
     assert inc["units_reused"] == first["units"] - nodes
     assert second["units"] == first["units"] + len(moved)
@@ -84,6 +85,7 @@ def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_ru
     # nothing new: nothing re-executed, the same verdict
     assert job.run(spark, str(journal), str(out), quiet=True) == 0
     assert stats(out)["stats"]["incremental"]["units_executed"] == 0
+    assert stats(out)["stats"]["incremental"]["segments_hashed"] == 0
     assert table_counts(spark, out, ("partition_timeline", "events", "findings")) == \
         {k: counts[k] for k in ("partition_timeline", "events", "findings")}
 

@@ -1,0 +1,128 @@
+"""The per-partition walk stopped at a cut and resumed from its state (what an incremental
+`kctl replay` does, replay/job.py) gives what one walk of the whole timeline gives: the same
+findings after the cut, and the outputs marked final before it plus those of the resumed walk
+are the whole walk's offline intervals, leader changes and recoveries. Or it says that it
+cannot: a row after the cut older in ZooKeeper order than the walked ones (plain Python)."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from replay import audit
+
+KINDS = ("write", "write", "write", "observed", "observed", "conflict", "elected", "deleted")
+
+
+def timeline(rng: random.Random, n: int) -> list[dict]:
+    rows, version, assignment = [], 0, [1, 2, 3]
+    for k in range(n):
+        if rng.random() < 0.15:
+            assignment = rng.sample([1, 2, 3, 4, 5], 3)
+        kind = rng.choice(KINDS)
+        # versions mostly grow with time; now and then a stale read of an older one, or a repeat
+        version = max(0, version + rng.choice([1, 1, 1, 1, 1, 1, 0, 0, -2]))
+        isr = rng.sample(assignment + [rng.randint(1, 6)], rng.randint(0, 3))
+        rows.append({"time": 1000 + 10 * k + rng.choice([0, 0, 5]), "journal": rng.choice(["node-1", "node-2"]),
+                     "topic": "t", "partition": 0, "kind": kind, "seq": k,
+                     "leader": rng.choice([-1, -1] + isr + [rng.randint(1, 5)]), "leader_epoch": rng.randint(0, 8),
+                     "isr": isr, "controller_epoch": rng.randint(1, 4), "zk_version": version,
+                     "replicas": rng.choice([assignment, assignment, []]), "file": "f", "line": k + 1})
+    return rows
+
+
+def setting(rng: random.Random):
+    intervals, failures = [], []
+    for broker in (1, 2, 3, 4, 5):
+        t = 900
+        for _ in range(rng.randint(0, 3)):
+            start = t + rng.randint(0, 300)
+            end = start + rng.randint(5, 200) if rng.random() < 0.8 else None
+            intervals.append({"broker": broker, "start": start, "end": end, "state": "down",
+                              "reason": "deregistered"})
+            if end is None:
+                break
+            t = end
+    downs = sorted(intervals, key=lambda iv: (iv["start"], iv["broker"]))
+    failures = [{"failure": k, "broker": iv["broker"], "time": iv["start"]} for k, iv in enumerate(downs)]
+    return audit.DownIndex(intervals), audit.FailureIndex(failures)
+
+
+def whole(rows, down, failures, end):
+    found = []
+    w = audit.PartitionWalk(down, failures, bad=lambda *a: found.append(_finding(*a))).walk(rows).finish(end)
+    return found, w
+
+
+def _finding(rule, r, detail):
+    return (r["seq"], rule, detail)
+
+
+def resumed(rows, down, failures, end, cuts):
+    """A walk from scratch stopped at cuts[0] (its later outputs dropped, as a full run's rows
+    after the cut are walked again next time), then one walk per later cut from the state of
+    the one before, the state passed through JSON as the checkpoint keeps it."""
+    finals = {"intervals": [], "deltas": [], "recoveries": []}
+    found = []  # the first walk is a full run's: its findings come from the window rules
+    state = None
+    bounds = list(cuts) + [None]
+    for k, cut in enumerate(bounds):
+        lo = cuts[k - 1] if k > 0 else None
+        part = [r for r in rows if lo is None or r["time"] >= lo]
+        mine = []
+        bad = (lambda *a: mine.append((a[1]["time"], _finding(*a)))) if k > 0 else None
+        w = audit.PartitionWalk(down, failures, state=state, bad=bad).walk(part, cut)
+        # kept: the findings before the cut (those after it are found again by the next walk)
+        found += [f for t, f in mine if cut is None or t < cut]
+        if cut is None:
+            w.finish(end)
+        for name in finals:
+            finals[name] += [x[:-1] for x in getattr(w, name) if cut is None or x[-1]]
+        if cut is not None:
+            assert all(x[-1] is False for name in finals for x in getattr(w, name)
+                       if x[0] >= cut and name != "recoveries")
+            state = json.loads(json.dumps(w.state))
+    return found, finals, w
+
+
+def test_a_walk_resumed_at_cuts_gives_the_whole_walk():
+    rng = random.Random(37)
+    resumed_ok = needs_whole = 0
+    for case in range(3000):
+        rows = timeline(rng, rng.randint(1, 25))
+        down, failures = setting(rng)
+        end = 1000 + 10 * len(rows) + rng.randint(0, 100)
+        times = sorted({r["time"] for r in rows} | {rng.randint(990, end)})
+        cuts = sorted(rng.sample(times, min(len(times), rng.randint(1, 3))))
+        want_found, w = whole(rows, down, failures, end)
+        try:
+            got_found, finals, last = resumed(rows, down, failures, end, cuts)
+        except audit.NeedsWholeWalk:
+            needs_whole += 1
+            continue
+        resumed_ok += 1
+        assert sorted(got_found) == sorted(f for f in want_found if rows[f[0]]["time"] >= cuts[0]), case
+        assert finals["intervals"] == [x[:-1] for x in w.intervals], case
+        assert finals["deltas"] == [x[:-1] for x in w.deltas], case
+        assert sorted(finals["recoveries"]) == sorted(x[:-1] for x in w.recoveries), case
+        assert (last.offline_ms, last.offline_count) == (w.offline_ms, w.offline_count), case
+    # both paths ran, and the resumed one most of the time
+    assert resumed_ok > 1800 and needs_whole > 100, (resumed_ok, needs_whole)
+
+
+def test_a_stale_version_after_the_cut_needs_the_whole_walk_and_a_deletion_starts_afresh():
+    down, failures = audit.DownIndex([]), audit.FailureIndex([])
+    base = {"journal": "n", "topic": "t", "partition": 0, "leader_epoch": 1, "isr": [1], "leader": 1,
+            "controller_epoch": 1, "replicas": [1, 2], "file": "f", "line": 1}
+    rows = [dict(base, time=100, kind="write", seq=1, zk_version=3), dict(base, time=200, kind="observed", seq=2,
+                                                                           zk_version=2)]
+    w = audit.PartitionWalk(down, failures).walk(rows, cut=150)
+    with pytest.raises(audit.NeedsWholeWalk):
+        audit.PartitionWalk(down, failures, state=w.state, bad=lambda *a: None).walk(rows[1:])
+    rows = [dict(base, time=100, kind="write", seq=1, zk_version=3), dict(base, time=120, kind="deleted", seq=2,
+                                                                           zk_version=3),
+            dict(base, time=200, kind="write", seq=3, zk_version=0)]
+    w = audit.PartitionWalk(down, failures).walk(rows, cut=150)
+    assert w.state["rules"] is None  # the incarnation the cut saw had ended
+    audit.PartitionWalk(down, failures, state=w.state, bad=lambda *a: None).walk(rows[2:]).finish(300)
