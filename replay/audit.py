@@ -332,12 +332,16 @@ def walk_rules(rows: list[dict], state: dict | None, bad) -> dict | None:
     """The rules over a partition's rows (any order) that follow a walk whose state is `state`
     (None: nothing walked, or its last row was a deletion). Returns the state after them: that
     of the open incarnation, None when the last row (in time order) is a deletion."""
-    for k, inc in enumerate(_zk_order(rows)):
+    incarnations = _zk_order(rows)
+    for k, inc in enumerate(incarnations):
         start = state if k == 0 else None
         if start is not None:
             floor = start["prev"]["zk_version"]
             if any(r["zk_version"] < floor for r in inc if r["kind"] != "deleted"):
                 raise NeedsWholeWalk(f"a version below {floor} after the cut")
+        if bad is None and k + 1 < len(incarnations):
+            state = None  # an incarnation that a deletion ended leaves nothing for the next one
+            continue
         state = _walk_incarnation(inc, start, bad)
         if inc[-1]["kind"] == "deleted":
             state = None

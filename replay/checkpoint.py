@@ -82,6 +82,7 @@ class Manifest:
         self.units: dict[str, dict] = data.get("units", {})
         self.changes: list[dict] = data.get("changes", [])
         self.runs: list[dict] = data.get("runs", [])
+        self.audit: dict | None = data.get("audit")  # the per-partition audit's carry (replay/carry.py)
 
     @classmethod
     def parse(cls, text: str | None) -> "Manifest":
@@ -89,7 +90,8 @@ class Manifest:
 
     def dumps(self) -> str:
         return json.dumps({"version": VERSION, "segments": self.segments, "units": self.units,
-                           "changes": self.changes, "runs": self.runs[-100:]}, separators=(",", ":"))
+                           "changes": self.changes, "runs": self.runs[-100:], "audit": self.audit},
+                          separators=(",", ":"))
 
     @property
     def empty(self) -> bool:

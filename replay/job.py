@@ -17,7 +17,8 @@ Stages (what runs where):
 3. Route every record to its unit and fold the units on the executors, one unit per task, through
    `controller_core.step()` (`replay.tasks.fold_units`).
 4. On the driver, stitch the small cross-unit results (`replay.history.assemble`); on the
-   executors, audit each partition's timeline (`replay.tasks.audit_partitions`).
+   executors, walk each partition's timeline (`replay.tasks.walk_partitions`; from the last run's
+   carry when it holds, replay/carry.py).
 5. Write the Parquet tables and the report under `--out`; print the summary.
 """
 from __future__ import annotations
@@ -40,8 +41,9 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
-from replay import checkpoint, history, package, report, rules  # noqa: E402
-from replay.plan import INF, SegmentSummary, check_segments, mixed_clusters, plan_units  # noqa: E402
+from replay import carry, checkpoint, history, package, report, rules  # noqa: E402
+from replay.plan import INF, SegmentSummary, Unit, check_segments, mixed_clusters, plan_units  # noqa: E402
+from replay.tasks import WALK_SCHEMA  # noqa: E402
 
 TABLES = {
     "partition_timeline": "every partition state ZooKeeper accepted or the controllers observed: time, controller and "
@@ -63,6 +65,10 @@ PARTITIONED = ("partition_timeline", "elections", "events", "findings")
 MEASURED = ("topic", "partition", "time", "kind", "zk_version", "leader")
 """The timeline columns the executors' measurements read (`audit.audit_partition(rules=False)`:
 offline time, recovery, leaders per broker); the rules read the rest as window functions."""
+RULED = MEASURED + ("seq", "journal", "leader_epoch", "isr", "controller_epoch", "replicas")
+"""... and those the rules' state at a cut reads (`audit.walk_rules`, replay/carry.py)."""
+FOUND = RULED + ("file", "line")
+"""... and those a finding names: what the walk from a carried state reads."""
 
 SCHEMAS = {
     "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
@@ -218,6 +224,18 @@ class _Store:
 
     def mkdirs(self, rel: str) -> None:
         self.fs.mkdirs(self.Path(f"{self.out}/{rel}"))
+
+    def prune_carry(self, current: dict | None, before: dict | None) -> None:
+        """Delete the audit carry's directories that `current` (the manifest's) does not use: the
+        state and findings of `before`, and every directory that holds no slice of it."""
+        keep = set(current["slices"]) if current else set()
+        for st in self.fs.globStatus(self.Path(f"{self.out}/{carry.DIR}/*")) or []:
+            rel = f"{carry.DIR}/{st.getPath().getName()}"
+            if rel not in keep:
+                self.fs.delete(st.getPath(), True)
+        if before is not None and current is not None and before["dir"] != current["dir"] and before["dir"] in keep:
+            for part in ("state", "findings"):
+                self.delete(f"{before['dir']}/{part}")
 
     def drop_units(self, keep: set[str]) -> int:
         """Delete every unit directory of the partitioned tables whose unit id is not in `keep`."""
@@ -458,6 +476,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         for name in TABLES:
             store.delete(name)
         store.delete(checkpoint.PATH)
+    store.prune_carry(manifest.audit, None)  # and no carry that a run stopped half way left
 
     # 1. content hashes; what changed since the checkpoint ----------------------------------------
     listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
@@ -525,11 +544,19 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         fresh: dict[str, dict] = {uids[u.unit]: {k: [] for k in small_kinds} for u in execute}
         for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "small", "unit").collect():
             fresh[r[2]][r[0]].append(json.loads(r[1]))
+        # where each unit's rows start (replay/carry.py: the cut, and whether the last one still holds)
+        first_rows = dict(folded.filter(F.col("kind") == "timeline").groupBy("unit")
+                          .agg(F.min("timeline.time")).collect())
         for u in execute:
-            manifest.units[keys[u.unit]] = {"uid": uids[u.unit], "journal": u.journal, "snapshot_seq": u.snapshot_seq,
-                                            "small": fresh[uids[u.unit]]}
+            uid = uids[u.unit]
+            starts = [s["first_at"] for s in fresh[uid]["unit"] if s.get("first_at") is not None]
+            starts += [first_rows[uid]] if first_rows.get(uid) is not None else []
+            manifest.units[keys[u.unit]] = {"uid": uid, "journal": u.journal, "snapshot_seq": u.snapshot_seq,
+                                            "small": fresh[uid], "min_time": min(starts) if starts else None}
     live = {keys[u.unit] for u in units}
+    changed_starts = [manifest.units[keys[u.unit]].get("min_time") for u in execute]
     for key in [k for k in manifest.units if k not in live]:
+        changed_starts.append(manifest.units[key].get("min_time"))
         del manifest.units[key]  # superseded: its journal grew past it, or its segments changed
     small = {k: [] for k in ("unit", "term", "broker", "reassign", "decision", "outcome")}
     for u in units:
@@ -586,46 +613,100 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     elections = read("elections", SCHEMAS["election"]).drop("date", "unit")
     events = read("events", SCHEMAS["event"]).drop("date", "unit")
 
-    # 5. the audit of every partition's whole timeline (executors): the rules as window functions
-    #    (replay/rules.py), the measurements (offline time, recovery) in Python over Arrow batches
+    # 5. the audit of every partition (executors): a walk of its timeline in Python over Arrow
+    #    batches (audit.PartitionWalk: the measurements, and the state kept at this run's cut), from
+    #    the last run's carry where it holds (replay/carry.py), else over the whole timeline with
+    #    the rules as window functions (replay/rules.py)
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
-    b_audit = sc.broadcast((cluster["broker_intervals"], cluster["failures"], end, t0, width))
+    intervals, failures = cluster["broker_intervals"], cluster["failures"]
+    last_units: dict[str, Unit] = {}
+    for u in units:
+        if u.journal not in last_units or u.index > last_units[u.journal].index:
+            last_units[u.journal] = u
+    new_cut = carry.cut_of([manifest.units[keys[u.unit]].get("min_time") for u in last_units.values()])
+    old = manifest.audit
+    why_whole = carry.unusable(old, carry.guard(old["cut"], intervals, failures, cluster["timeline"])
+                               if old else None, changed_starts)
+    if why_whole is None and (new_cut is None or new_cut < old["cut"]):
+        why_whole = "this run's cut is not after the last one's"
+    run_dir = f"{carry.DIR}/{int(time.time() * 1000)}"
+    b_walk = sc.broadcast((intervals, failures, end))
 
-    def audit_task(batches):
-        from replay.tasks import audit_arrow
+    def walk(df: DataFrame, cut: int | None, with_rules: bool) -> DataFrame:
+        def walk_task(batches):
+            from replay.tasks import walk_arrow
 
-        intervals, failures, end_time, t0_, width_ = b_audit.value
-        return audit_arrow(batches, intervals, failures, end_time, t0_, width_, rules=False)
+            iv, fs, end_time = b_walk.value
+            return walk_arrow(batches, iv, fs, end_time, cut, with_rules)
 
-    # (the measurements read six columns: the ISRs, assignments and provenance of 4.6 million rows
-    # of a million-event replay need not be shuffled and made Python values for them)
-    audited = (timeline.select(*MEASURED).repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
-               .sortWithinPartitions("topic", "partition")
-               .mapInArrow(audit_task, "kind STRING, payload STRING").persist(StorageLevel.MEMORY_AND_DISK))
+        return (df.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
+                .sortWithinPartitions("topic", "partition")
+                .mapInArrow(walk_task, WALK_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK))
+
+    def small_rows(walked: DataFrame) -> list:  # runs the walk
+        return walked.filter(F.col("kind").isin("offline", "recovery", "whole")) \
+            .select("kind", "payload", "t", "b", "final").collect()
+
+    audit_started = time.perf_counter()
+    walked = None
+    if why_whole is None:  # the rows at or after the last cut, each partition's carried state with them
+        states = spark.read.parquet(f"{out}/{old['dir']}/state")
+        tail = timeline.filter(F.col("time") >= F.lit(old["cut"])).select(*FOUND)
+        walked = walk(tail.unionByName(states, allowMissingColumns=True), new_cut, True)
+        walked_small = small_rows(walked)
+        stale = [json.loads(r["payload"]) for r in walked_small if r["kind"] == "whole"]
+        if stale:
+            why_whole = (f"{len(stale)} partition(s) read an older znode version after the last run's cut "
+                         f"(first: {stale[0]['topic']}-{stale[0]['partition']})")
+            walked.unpersist()
+            walked = None
+    if walked is None:
+        # the measurements read six columns (the ISRs, assignments and provenance of 4.6 million
+        # rows of a million-event replay need not be shuffled and made Python values for them),
+        # and the rules' few more when a state is kept
+        walked = walk(timeline.select(*(RULED if new_cut is not None else MEASURED)), new_cut, False)
+        walked_small = small_rows(walked)
+        rule_findings = rules.timeline_rules(timeline)
+    else:
+        rule_findings = (walked.filter(F.col("kind") == "finding")
+                         .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+                         .unionByName(spark.read.schema(SCHEMAS["finding"]).parquet(f"{out}/{old['dir']}/findings")))
+    rule_findings = rule_findings.persist(StorageLevel.MEMORY_AND_DISK)  # the findings table and the carry
+    parts["audit per partition"] = time.perf_counter() - audit_started
+    resumed = why_whole is None
+    slices = (old["slices"] if resumed else []) + ([run_dir] if new_cut is not None else [])
+    deltas = walked.filter(F.col("kind") == "delta").select("t", "b", "d")
+    recoveries = [(r["b"], r["t"]) for r in walked_small if r["kind"] == "recovery"]
+    if resumed:
+        for d in old["slices"]:
+            deltas = deltas.unionByName(spark.read.parquet(f"{out}/{d}/deltas"))
+            recoveries += [(r["failure"], r["ms"]) for r in spark.read.parquet(f"{out}/{d}/recoveries").collect()]
 
     election_findings = unclean_not_allowed(elections)
-    whole = (audited.filter(F.col("kind") == "finding")
-             .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
-             .unionByName(rules.timeline_rules(timeline))
+    whole = (rule_findings
              .unionByName(election_findings)
              .unionByName(local_rows(line_findings + driver_findings, SCHEMAS["finding"])))
-    offline = audited.filter(F.col("kind") == "offline").select(F.from_json("payload", SCHEMAS["offline"]).alias("x")) \
+    offline = walked.filter(F.col("kind") == "offline").select(F.from_json("payload", SCHEMAS["offline"]).alias("x")) \
         .select("x.*")
 
     # 6. tables, measurements, report ------------------------------------------------------------
     from replay import audit
 
-    audited_small = {"recovery": [], "offline": [], "offline_deltas": [], "leader_deltas": []}
-    audit_started = time.perf_counter()
-    for kind, payload in audited.filter(F.col("kind") != "finding").collect():  # runs the audit tasks
-        audited_small[kind].append(json.loads(payload))
-    parts["audit per partition"] = time.perf_counter() - audit_started
-    recoveries = [(r["failure"], r["ms"]) for r in audited_small["recovery"]]
-    failure_rows, recovery_summary = audit.recovery_stats(recoveries, cluster["failures"])
-    small_tables = {"broker_intervals": cluster["broker_intervals"], "controller_terms": cluster["terms"],
+    audited_small = {"offline": [json.loads(r["payload"]) for r in walked_small if r["kind"] == "offline"]}
+    failure_rows, recovery_summary = audit.recovery_stats(recoveries, failures)
+    small_tables = {"broker_intervals": intervals, "controller_terms": cluster["terms"],
                     "reassignments": cluster["reassignments"], "broker_failures": failure_rows}
     writes = {"partition_offline": offline}
     writes.update({name: local_rows(rows, SCHEMAS[name]).coalesce(1) for name, rows in small_tables.items()})
+    if new_cut is not None:  # what the next run carries over
+        writes[f"{run_dir}/state"] = walked.filter(F.col("kind") == "state").select(
+            F.get_json_object("payload", "$.topic").alias("topic"),
+            F.get_json_object("payload", "$.partition").cast("int").alias("partition"),
+            F.get_json_object("payload", "$.state").alias("carry"))
+        writes[f"{run_dir}/findings"] = rule_findings.filter(F.col("time") < F.lit(new_cut))
+        writes[f"{run_dir}/deltas"] = walked.filter((F.col("kind") == "delta") & F.col("final")).select("t", "b", "d")
+        writes[f"{run_dir}/recoveries"] = walked.filter((F.col("kind") == "recovery") & F.col("final")).select(
+            F.col("b").alias("failure"), F.col("t").alias("ms"))
 
     def write(name_df):
         name_df[1].write.mode("overwrite").parquet(f"{out}/{name_df[0]}")
@@ -643,7 +724,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # independent Spark jobs, submitted together: on a small cluster their latency dominates
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
         pending_findings = pool.submit(finding_summary)
-        pending_series = pool.submit(_series, audited_small, events, t0, width, cluster["buckets"])
+        pending_series = pool.submit(_series, deltas, events, t0, width, cluster["buckets"])
         for done in [pool.submit(write, item) for item in writes.items()]:
             done.result()
         counts_rows, sample, every = pending_findings.result()
@@ -657,7 +738,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     stats = {"events": sum(u["events"] for u in unit_summaries), "journals": len(display), "segments": len(summaries),
              "units": len(units), "step_seconds": sum(u["step_seconds"] for u in unit_summaries),
              "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
-             "incremental": {"segments_hashed": len(listed) - len(unchanged), "segments_read": len(rescan),
+             "incremental": {"audit": "resumed at the last run's cut" if resumed else f"whole timeline: {why_whole}",
+                             "segments_hashed": len(listed) - len(unchanged), "segments_read": len(rescan),
                              "segments_reused": len(hashed) - len(rescan),
                              "units_executed": len(executed), "units_reused": len(units) - len(executed),
                              "events_executed": sum(u["events"] for u in run_units),
@@ -667,7 +749,12 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     passed = not any(s == "violation" and n for s, _, n in counts)
     manifest.runs.append({"at": int(time.time() * 1000), "segments": len(hashed), "segments_read": len(rescan),
                           "units": len(units), "units_executed": len(executed), "passed": passed})
+    before = manifest.audit
+    manifest.audit = None if new_cut is None else {
+        "cut": new_cut, "dir": run_dir, "slices": slices, "resumed": resumed,
+        "guard": carry.guard(new_cut, intervals, failures, cluster["timeline"])}
     store.write_text(checkpoint.PATH, manifest.dumps())
+    store.prune_carry(manifest.audit, before)
     report.write_report(out_dir, stats=stats, counts=counts, sample=sample, series=series, terms=cluster["terms"],
                         failures=failure_rows, passed=passed, tables=TABLES,
                         shutdowns=[iv for iv in cluster["broker_intervals"] if iv["reason"] == "controlled shutdown"])
@@ -676,29 +763,34 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                                                          - parts["cluster history and tables written"]
                                                          - parts["audit per partition"])
     stats["wall_seconds"] = time.perf_counter() - started
-    (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts}, indent=2))
+    (out_dir / "summary.json").write_text(json.dumps({"passed": passed, "stats": stats, "counts": counts,
+                                                      "series": series}, indent=2))
     if not quiet:
         print(report.summary_text(stats, counts, passed, sample))
     if on_findings is not None:
         on_findings(every)
-    audited.unpersist()
+    walked.unpersist()
+    rule_findings.unpersist()
     return 0 if passed else 1
 
 
-def _series(audited_small: dict, events: DataFrame, t0: int, width: int, buckets: list[int]) -> dict:
+def _series(deltas: DataFrame, events: DataFrame, t0: int, width: int, buckets: list[int]) -> dict:
+    """The charts' series: offline partitions and leaders per broker (from the walks' deltas: a
+    broker of -1 counts offline partitions) and events with their replay times, per bucket."""
+    n = len(buckets)
+
+    def bucket(col: str):
+        return F.greatest(F.lit(0), F.least(F.lit(n - 1), F.ceil((F.col(col) - F.lit(t0)) / F.lit(width)) - 1))
+
     offline: dict[int, int] = {}
     leaders: dict[int, dict[int, int]] = {}
-    for data in audited_small["offline_deltas"]:
-        for k, d in data:
+    for k, b, d in deltas.groupBy(bucket("t").alias("k"), "b").agg(F.sum("d").alias("d")).collect():
+        if b < 0:
             offline[k] = offline.get(k, 0) + d
-    for data in audited_small["leader_deltas"]:
-        for k, b, d in data:
+        else:
             per = leaders.setdefault(b, {})
             per[k] = per.get(k, 0) + d
-    n = len(buckets)
-    per_bucket = (events.select(F.greatest(F.lit(0), F.least(F.lit(n - 1),
-                                           F.ceil((F.col("time") - F.lit(t0)) / F.lit(width)) - 1)).alias("k"),
-                                "replay_us")
+    per_bucket = (events.select(bucket("time").alias("k"), "replay_us")
                   .groupBy("k").agg(F.count("*").alias("n"),
                                     F.percentile_approx("replay_us", 0.5).alias("p50"),
                                     F.percentile_approx("replay_us", 0.99).alias("p99")).collect())

@@ -3,8 +3,9 @@ top, and the core is imported only after `package.ensure_deps()`).
 
 The fold (`fold_arrow`, under `mapInArrow`) returns Arrow record batches: the big row sets
 (timeline, elections, events, findings) as typed struct columns that the job writes as they
-are, the few cross-unit rows as JSON texts. The audit tasks return `(table, payload)` pairs, the
-payload a JSON text that the driver's DataFrames parse with the table's schema (replay/job.py).
+are, the few cross-unit rows as JSON texts. The walk tasks (`walk_arrow`) return `WALK_SCHEMA`
+batches: JSON payloads that the driver's DataFrames parse with the table's schema, and the
+charts' deltas and the recoveries as typed columns (replay/job.py).
 """
 from __future__ import annotations
 
@@ -116,74 +117,100 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
         yield "unit", fold.summary, uid, day
 
 
-def _string_batches(pairs, size: int = 8192):
-    """(kind, payload) pairs as Arrow record batches of two string columns."""
-    import pyarrow as pa
-
-    kinds, payloads = [], []
-    for kind, payload in pairs:
-        kinds.append(kind)
-        payloads.append(payload)
-        if len(kinds) >= size:
-            yield pa.RecordBatch.from_arrays([pa.array(kinds, pa.string()), pa.array(payloads, pa.string())],
-                                             names=["kind", "payload"])
-            kinds, payloads = [], []
-    if kinds:
-        yield pa.RecordBatch.from_arrays([pa.array(kinds, pa.string()), pa.array(payloads, pa.string())],
-                                         names=["kind", "payload"])
+WALK_SCHEMA = "kind STRING, payload STRING, t BIGINT, b INT, d INT, final BOOLEAN"
+"""What the walk tasks return: "finding", "offline", "state" and "whole" rows carry a JSON
+payload; "recovery" rows the failure (b) and the milliseconds it took (t, null: never);
+"delta" rows a time (t), a broker (b; -1 for the count of offline partitions) and a change of
+count (d), summed per task. `final`: before the cut (replay/carry.py)."""
 
 
-def audit_arrow(batches, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
-    """`audit_partitions` under `mapInArrow`: timeline record batches sorted by (topic,
-    partition) in, (kind, payload) batches out."""
+def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int | None, rules: bool):
+    """`walk_partitions` under `mapInArrow`: timeline record batches sorted by (topic, partition)
+    in, `WALK_SCHEMA` batches out. A row with a `carry` value holds the partition's state at the
+    last run's cut (the other rows are those at or after it)."""
     def rows():
         for b in batches:
             for r in b.to_pylist():
                 yield r["topic"], r["partition"], r
 
-    return _string_batches(audit_partitions(rows(), intervals, failures, end_time, t0, width, rules))
+    return _walk_batches(walk_partitions(rows(), intervals, failures, end_time, cut, rules))
 
 
-def audit_partitions(rows, intervals: list, failures: list, end_time: int, t0: int, width: int, rules: bool = True):
-    """One task: timeline rows (dicts, or JSON payloads) sorted by (topic, partition). Emits findings, one offline row
-    per partition, (failure, recovery ms) pairs, and this task's offline and leader deltas summed
-    per chart bucket."""
+def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: int | None, rules: bool):
+    """One task: the walk of every partition whose rows (dicts sorted by topic and partition) it
+    gets, from the carried state when one comes with them; stopped at `cut` to keep its state
+    (None: no carry kept); `rules`: the rule findings too. Yields (kind, payload, t, b, d, final)."""
     from . import package
 
     package.ensure_deps()
-    from . import audit, history
+    from . import audit
 
     down = audit.DownIndex(intervals)
-    offline_deltas: dict[int, int] = {}
-    leader_deltas: dict[tuple, int] = {}
-    current, batch = None, []
+    index = audit.FailureIndex(failures)
+    deltas: dict[tuple, int] = {}
+    current, batch, carried = None, [], None
 
     def flush():
-        findings, offline, recoveries, deltas = audit.audit_partition(batch, down, failures, end_time, rules)
-        for f in findings:
-            yield "finding", _dumps(f)
-        yield "offline", _dumps({"topic": current[0], "partition": current[1],
-                                  "offline_ms": sum(b - a for a, b in offline), "offline_intervals": len(offline)})
-        for failure, ms in recoveries:
-            yield "recovery", _dumps({"failure": failure, "ms": ms})
-        for a, b in offline:
-            ka, kb = history.bucket_index(a, t0, width), history.bucket_index(b, t0, width)
-            offline_deltas[ka] = offline_deltas.get(ka, 0) + 1
-            offline_deltas[kb] = offline_deltas.get(kb, 0) - 1
-        for t, broker, d in deltas:
-            key = (history.bucket_index(t, t0, width), broker)
-            leader_deltas[key] = leader_deltas.get(key, 0) + d
+        topic, partition = current
+        findings = []
 
-    for topic, partition, payload in rows:
+        def bad(rule, r, detail):
+            findings.append(audit.finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
+                                          line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic,
+                                          partition=partition))
+
+        try:
+            w = audit.PartitionWalk(down, index, state=carried, bad=bad if rules else None).walk(batch, cut)
+        except audit.NeedsWholeWalk as exc:
+            yield "whole", _dumps({"topic": topic, "partition": partition, "why": str(exc)}), None, None, None, None
+            return
+        w.finish(end_time)
+        for f in findings:
+            yield "finding", _dumps(f), None, None, None, None
+        yield "offline", _dumps({"topic": topic, "partition": partition, "offline_ms": w.offline_ms,
+                                  "offline_intervals": w.offline_count}), None, None, None, None
+        if cut is not None:
+            yield "state", _dumps({"topic": topic, "partition": partition, "state": w.state}), None, None, None, None
+        for failure, ms, final in w.recoveries:
+            yield "recovery", None, ms, failure, None, final
+        for a, b_, final in w.intervals:
+            deltas[(a, -1, final)] = deltas.get((a, -1, final), 0) + 1
+            deltas[(b_, -1, final)] = deltas.get((b_, -1, final), 0) - 1
+        for t, broker, d, final in w.deltas:
+            deltas[(t, broker, final)] = deltas.get((t, broker, final), 0) + d
+
+    for topic, partition, r in rows:
         key = (topic, partition)
         if key != current:
             if current is not None:
                 yield from flush()
-            current, batch = key, []
-        batch.append(payload if isinstance(payload, dict) else json.loads(payload))
+            current, batch, carried = key, [], None
+        if r.get("carry") is not None:
+            carried = json.loads(r["carry"])
+        else:
+            batch.append(r)
     if current is not None:
         yield from flush()
-    yield "offline_deltas", _dumps(sorted(offline_deltas.items()))
-    yield "leader_deltas", _dumps([[k, b, d] for (k, b), d in sorted(leader_deltas.items())])
+    for (t, broker, final), d in sorted(deltas.items()):
+        if d:
+            yield "delta", None, t, broker, d, final
 
 
+def _walk_batches(items, size: int = 8192):
+    import pyarrow as pa
+
+    names = ("kind", "payload", "t", "b", "d", "final")
+    types = (pa.string(), pa.string(), pa.int64(), pa.int32(), pa.int32(), pa.bool_())
+    cols: list[list] = [[] for _ in names]
+
+    def batch():
+        return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)], names=list(names))
+
+    for item in items:
+        for c, v in zip(cols, item):
+            c.append(v)
+        if len(cols[0]) >= size:
+            yield batch()
+            cols = [[] for _ in names]
+    if cols[0]:
+        yield batch()

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from adapters.journal.format import list_segments
 
-from .helpers import copy_tree, flip_byte, generate_subprocess
+from .helpers import copy_tree, flip_byte, generate_subprocess, read_lines
 from .test_job import plain_replay, spark  # noqa: F401 (the module's SparkSession fixture)
 
 pytestmark = pytest.mark.spark
@@ -45,6 +45,61 @@ def table_counts(spark, out, names):  # noqa: F811
     return {name: spark.read.parquet(str(out / name)).count() for name in names}
 
 
+MEASURED_SERIES = ("offline", "leaders", "events", "buckets", "bucket_ms")  # (not the replay's own timings)
+
+
+def assert_measured_alike(spark, out, whole, journal):  # noqa: F811
+    """The tables, findings, charts and statistics of an incremental run over `out` are those of
+    a run from scratch (into `whole`)."""
+    from replay import job
+
+    assert job.run(spark, str(journal), str(whole), quiet=True, full=True) == 0
+    for name in ("partition_offline", "broker_failures", "findings"):
+        rows = [sorted(tuple(r.asDict()[k] for k in sorted(r.asDict()) if k not in ("date", "unit"))
+                       for r in spark.read.parquet(str(o / name)).collect()) for o in (out, whole)]
+        assert rows[0] == rows[1], name
+    got, want = stats(out), stats(whole)
+    assert {k: got["series"][k] for k in MEASURED_SERIES} == {k: want["series"][k] for k in MEASURED_SERIES}
+    assert sum(got["series"]["offline"]) and any(sum(v) for v in got["series"]["leaders"].values())
+    for key in ("offline_ms_per_partition", "recovery_ms_per_failure"):
+        assert got["stats"][key] == want["stats"][key], key
+    assert got["stats"]["recovery_ms_per_failure"]["count"] > 0
+
+
+@pytest.fixture(scope="module")
+def small_journal(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inc-small") / "journals"
+    generate_subprocess(root, events=1200, partitions=40, seed=9, segment_bytes=20_000)
+    return root
+
+
+@pytest.mark.timeout(900)
+def test_an_audit_resumed_from_the_last_runs_cut_finds_and_measures_what_a_whole_one_does(
+        spark, small_journal, tmp_path):  # noqa: F811
+    """The second run walks only the partitions' rows at or after the first run's cut, from the
+    states the first run kept (replay/carry.py); its findings, offline times, recoveries and
+    charts are a run from scratch's. A third run over a journal whose audited history changed
+    walks the whole timeline again."""
+    from replay import job
+
+    journal = copy_tree(small_journal, tmp_path / "j")
+    moved = withhold(journal, tmp_path / "later")
+    out = tmp_path / "out"
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    for src, dst in moved:
+        shutil.move(dst, src)
+    assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    assert stats(out)["stats"]["incremental"]["audit"] == "resumed at the last run's cut"
+    assert_measured_alike(spark, out, tmp_path / "whole", journal)
+
+    first = min((list_segments(n)[0].path for n in journal.iterdir() if n.is_dir()),
+                key=lambda p: json.loads(read_lines(p)[0])["at"])
+    flip_byte(first, line=3)  # the cluster's first segment: before the cut
+    assert job.run(spark, str(journal), str(out), quiet=True) == 1
+    assert stats(out)["stats"]["incremental"]["audit"].startswith(
+        "whole timeline: a unit re-executed or superseded now starts before the last run's cut")
+
+
 @pytest.mark.slow  # three Spark runs and a plain replay: a few minutes
 @pytest.mark.timeout(1200)
 def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_run(spark, full_journal,  # noqa: F811
@@ -69,6 +124,8 @@ def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_ru
     # "to the end of the journal" and now ends at the next snapshot)
     assert inc["segments_read"] == len(moved) + nodes
     assert inc["segments_hashed"] == len(moved)  # the others are as they were on disk
+    assert first["incremental"]["audit"] == "whole timeline: no carry from an earlier run"
+    assert inc["audit"] == "resumed at the last run's cut", inc["audit"]
     assert inc["units_executed"] == len(moved) + nodes
     assert inc["units_reused"] == first["units"] - nodes
     assert second["units"] == first["units"] + len(moved)
@@ -82,10 +139,13 @@ def test_a_grown_journal_re_executes_only_the_new_segments_and_matches_a_full_ru
                       for f in (r.asDict() for r in spark.read.parquet(str(out / "findings")).collect()))
     assert findings == expected["findings"]
 
+    assert_measured_alike(spark, out, tmp_path / "whole", journal)
+
     # nothing new: nothing re-executed, the same verdict
     assert job.run(spark, str(journal), str(out), quiet=True) == 0
     assert stats(out)["stats"]["incremental"]["units_executed"] == 0
     assert stats(out)["stats"]["incremental"]["segments_hashed"] == 0
+    assert stats(out)["stats"]["incremental"]["audit"] == "resumed at the last run's cut"
     assert table_counts(spark, out, ("partition_timeline", "events", "findings")) == \
         {k: counts[k] for k in ("partition_timeline", "events", "findings")}
 
