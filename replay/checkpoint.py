@@ -18,10 +18,10 @@ unit's head segment through the next unit's head segment: the tail of a batch ca
 roll, the effects records written after it). A unit whose key the manifest holds was re-executed
 already; its rows are in the tables and its small results (the unit summary with the hashes of
 its head and final states, term, broker and reassignment changes, the write decisions and
-outcomes left open at its edges) are in the manifest. The cross-unit checks, the stitching of
-writes across units and the per-partition audit run over everything on every run, from those
-small results and the tables, so the verdict covers the whole history and a rule that spans a
-segment boundary still sees it. No replayed state has to be stored: every unit starts from the
+outcomes left open at its edges) are in the manifest. The cross-unit checks and the stitching of
+writes across units run over everything on every run, from those small results, and the
+per-partition audit resumes from the state it kept at the last run's cut (replay/carry.py), so
+the verdict covers the whole history and a rule that spans a segment boundary still sees it. No replayed state has to be stored: every unit starts from the
 snapshot at the head of its own segment, and the state at its end is kept as the hash the next
 unit's snapshot is compared with.
 

@@ -69,6 +69,9 @@ RULED = MEASURED + ("seq", "journal", "leader_epoch", "isr", "controller_epoch",
 """... and those the rules' state at a cut reads (`audit.walk_rules`, replay/carry.py)."""
 FOUND = RULED + ("file", "line")
 """... and those a finding names: what the walk from a carried state reads."""
+CARRY_SCHEMAS = {"state": "topic STRING, `partition` INT, carry STRING", "deltas": "t BIGINT, b INT, d INT",
+                 "recoveries": "failure INT, ms BIGINT"}
+"""The parts of the audit's carry (replay/carry.py) besides its findings (the findings table's schema)."""
 
 SCHEMAS = {
     "timeline": "time BIGINT, journal STRING, controller_id INT, epoch INT, topic STRING, `partition` INT, leader INT, "
@@ -650,7 +653,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     audit_started = time.perf_counter()
     walked = None
     if why_whole is None:  # the rows at or after the last cut, each partition's carried state with them
-        states = spark.read.parquet(f"{out}/{old['dir']}/state")
+        states = spark.read.schema(CARRY_SCHEMAS["state"]).parquet(f"{out}/{old['dir']}/state")
         tail = timeline.filter(F.col("time") >= F.lit(old["cut"])).select(*FOUND)
         walked = walk(tail.unionByName(states, allowMissingColumns=True), new_cut, True)
         walked_small = small_rows(walked)
@@ -679,8 +682,9 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     recoveries = [(r["b"], r["t"]) for r in walked_small if r["kind"] == "recovery"]
     if resumed:
         for d in old["slices"]:
-            deltas = deltas.unionByName(spark.read.parquet(f"{out}/{d}/deltas"))
-            recoveries += [(r["failure"], r["ms"]) for r in spark.read.parquet(f"{out}/{d}/recoveries").collect()]
+            deltas = deltas.unionByName(spark.read.schema(CARRY_SCHEMAS["deltas"]).parquet(f"{out}/{d}/deltas"))
+            recoveries += [(r["failure"], r["ms"]) for r in
+                           spark.read.schema(CARRY_SCHEMAS["recoveries"]).parquet(f"{out}/{d}/recoveries").collect()]
 
     election_findings = unclean_not_allowed(elections)
     whole = (rule_findings
@@ -692,7 +696,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # 6. tables, measurements, report ------------------------------------------------------------
     from replay import audit
 
-    audited_small = {"offline": [json.loads(r["payload"]) for r in walked_small if r["kind"] == "offline"]}
+    offline_ms = [json.loads(r["payload"])["offline_ms"] for r in walked_small if r["kind"] == "offline"]
     failure_rows, recovery_summary = audit.recovery_stats(recoveries, failures)
     small_tables = {"broker_intervals": intervals, "controller_terms": cluster["terms"],
                     "reassignments": cluster["reassignments"], "broker_failures": failure_rows}
@@ -729,7 +733,6 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
             done.result()
         counts_rows, sample, every = pending_findings.result()
         series = pending_series.result()
-    offline_ms = [r["offline_ms"] for r in audited_small["offline"]]
     counts = sorted(((r[0], r[1], r[2]) for r in counts_rows),
                     key=lambda x: (history.SEVERITIES.index(x[0]) if x[0] in history.SEVERITIES else 9, x[1]))
     unit_summaries = small["unit"]
