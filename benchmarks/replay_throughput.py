@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -82,7 +81,8 @@ def main(argv=None) -> int:
             code = job.run(spark, str(journal), out, quiet=True)
         finally:
             spark.stop()
-        incremental = {"wall_s": time.perf_counter() - t1, "first_events": first["events"]}
+        incremental = {"wall_s": time.perf_counter() - t1, "first_events": first["events"],
+                       "first_stats": first}  # the first run's stages (its summary.json is replaced)
     summary = json.loads((Path(out if "://" not in out else "kctl-replay-report") / "summary.json").read_text())
     stats = summary["stats"]
     events = stats["events"]
@@ -105,13 +105,17 @@ def main(argv=None) -> int:
         rows.insert(0, ("journal generation (not part of the job)", f"{generate_s:,.1f} s"))
     if incremental is not None:
         inc = stats["incremental"]
+        first = incremental["first_stats"]
         rows = [("first run (held back segments)", f"{incremental['first_events']:,} events, {total_s:,.1f} s "
-                 "with start-up")] + [r for r in rows if r[0] == "journal"] + [
+                 "with start-up"),
+                ("first run: stages", ", ".join(f"{k} {v:,.1f} s" for k, v in first["stage_seconds"].items())),
+                ] + [r for r in rows if r[0] == "journal"] + [
             ("second run: new events", f"{events - incremental['first_events']:,}"),
             ("second run: re-executed", f"{inc['events_executed']:,} events in {inc['units_executed']} of "
                                         f"{stats['units']} fold units; {inc['segments_read']} of "
                                         f"{stats['segments']} segments read"),
             ("second run: stages", ", ".join(f"{k} {v:,.1f} s" for k, v in stats["stage_seconds"].items())),
+            ("second run: per-partition audit", inc.get("audit", "?")),
             ("second run: wall time including start-up", f"{incremental['wall_s']:,.1f} s"),
             ("audit verdict", "pass" if code == 0 else f"exit {code}")]
     width = max(len(k) for k, _ in rows)

@@ -466,8 +466,7 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
                     rules: bool = True):
     """The per-partition rules and measurements over a partition's whole timeline. Returns
     (findings, offline intervals, recoveries [(failure, ms or None)], leader deltas [(time,
-    broker, +1/-1)]). `rules=False`: the measurements only (the Spark job checks the rules as
-    window functions, replay/rules.py)."""
+    broker, +1/-1)]). `rules=False`: the measurements only."""
     findings = []
     if not rows:
         return findings, [], [], []

@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
-from replay import carry, checkpoint, history, package, report, rules  # noqa: E402
+from replay import carry, checkpoint, history, package, report  # noqa: E402
 from replay.plan import INF, SegmentSummary, Unit, check_segments, mixed_clusters, plan_units  # noqa: E402
 from replay.tasks import WALK_SCHEMA  # noqa: E402
 
@@ -62,13 +62,11 @@ TABLES = {
 # appended per fold unit (replay/checkpoint.py): journal=<journal>/date=<UTC day>/unit=<unit id>
 PARTITIONED = ("partition_timeline", "elections", "events", "findings")
 
-MEASURED = ("topic", "partition", "time", "kind", "zk_version", "leader")
-"""The timeline columns the executors' measurements read (`audit.audit_partition(rules=False)`:
-offline time, recovery, leaders per broker); the rules read the rest as window functions."""
-RULED = MEASURED + ("seq", "journal", "leader_epoch", "isr", "controller_epoch", "replicas")
-"""... and those the rules' state at a cut reads (`audit.walk_rules`, replay/carry.py)."""
-FOUND = RULED + ("file", "line")
-"""... and those a finding names: what the walk from a carried state reads."""
+WALKED = ("topic", "partition", "time", "kind", "zk_version", "leader", "seq", "journal", "leader_epoch", "isr",
+          "controller_epoch", "replicas", "file", "line")
+"""The timeline columns the executors' walk of each partition reads (`audit.PartitionWalk`: the
+rules, and the offline time, recoveries and leaders per broker): the adding and removing
+replicas, the controller, the change and its cause (a third of the data) are not shipped."""
 CARRY_SCHEMAS = {"state": "topic STRING, `partition` INT, carry STRING", "deltas": "t BIGINT, b INT, d INT",
                  "recoveries": "failure INT, ms BIGINT"}
 """The parts of the audit's carry (replay/carry.py) besides its findings (the findings table's schema)."""
@@ -617,9 +615,9 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     events = read("events", SCHEMAS["event"]).drop("date", "unit")
 
     # 5. the audit of every partition (executors): a walk of its timeline in Python over Arrow
-    #    batches (audit.PartitionWalk: the measurements, and the state kept at this run's cut), from
-    #    the last run's carry where it holds (replay/carry.py), else over the whole timeline with
-    #    the rules as window functions (replay/rules.py)
+    #    batches (audit.PartitionWalk: the rules and the measurements, and the state kept at this
+    #    run's cut), from the last run's carry where it holds (replay/carry.py), else over the
+    #    whole timeline
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
     intervals, failures = cluster["broker_intervals"], cluster["failures"]
     last_units: dict[str, Unit] = {}
@@ -635,12 +633,12 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     run_dir = f"{carry.DIR}/{int(time.time() * 1000)}"
     b_walk = sc.broadcast((intervals, failures, end))
 
-    def walk(df: DataFrame, cut: int | None, with_rules: bool) -> DataFrame:
+    def walk(df: DataFrame, cut: int | None) -> DataFrame:
         def walk_task(batches):
             from replay.tasks import walk_arrow
 
             iv, fs, end_time = b_walk.value
-            return walk_arrow(batches, iv, fs, end_time, cut, with_rules)
+            return walk_arrow(batches, iv, fs, end_time, cut)
 
         return (df.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
                 .sortWithinPartitions("topic", "partition")
@@ -654,8 +652,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     walked = None
     if why_whole is None:  # the rows at or after the last cut, each partition's carried state with them
         states = spark.read.schema(CARRY_SCHEMAS["state"]).parquet(f"{out}/{old['dir']}/state")
-        tail = timeline.filter(F.col("time") >= F.lit(old["cut"])).select(*FOUND)
-        walked = walk(tail.unionByName(states, allowMissingColumns=True), new_cut, True)
+        tail = timeline.filter(F.col("time") >= F.lit(old["cut"])).select(*WALKED)
+        walked = walk(tail.unionByName(states, allowMissingColumns=True), new_cut)
         walked_small = small_rows(walked)
         stale = [json.loads(r["payload"]) for r in walked_small if r["kind"] == "whole"]
         if stale:
@@ -664,16 +662,13 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
             walked.unpersist()
             walked = None
     if walked is None:
-        # the measurements read six columns (the ISRs, assignments and provenance of 4.6 million
-        # rows of a million-event replay need not be shuffled and made Python values for them),
-        # and the rules' few more when a state is kept
-        walked = walk(timeline.select(*(RULED if new_cut is not None else MEASURED)), new_cut, False)
+        walked = walk(timeline.select(*WALKED), new_cut)
         walked_small = small_rows(walked)
-        rule_findings = rules.timeline_rules(timeline)
-    else:
-        rule_findings = (walked.filter(F.col("kind") == "finding")
-                         .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
-                         .unionByName(spark.read.schema(SCHEMAS["finding"]).parquet(f"{out}/{old['dir']}/findings")))
+    rule_findings = walked.filter(F.col("kind") == "finding") \
+        .select(F.from_json("payload", SCHEMAS["finding"]).alias("x")).select("x.*")
+    if why_whole is None:
+        rule_findings = rule_findings.unionByName(
+            spark.read.schema(SCHEMAS["finding"]).parquet(f"{out}/{old['dir']}/findings"))
     rule_findings = rule_findings.persist(StorageLevel.MEMORY_AND_DISK)  # the findings table and the carry
     parts["audit per partition"] = time.perf_counter() - audit_started
     resumed = why_whole is None

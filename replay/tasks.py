@@ -124,7 +124,7 @@ payload; "recovery" rows the failure (b) and the milliseconds it took (t, null: 
 count (d), summed per task. `final`: before the cut (replay/carry.py)."""
 
 
-def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int | None, rules: bool):
+def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int | None):
     """`walk_partitions` under `mapInArrow`: timeline record batches sorted by (topic, partition)
     in, `WALK_SCHEMA` batches out. A row with a `carry` value holds the partition's state at the
     last run's cut (the other rows are those at or after it)."""
@@ -133,13 +133,13 @@ def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int
             for r in b.to_pylist():
                 yield r["topic"], r["partition"], r
 
-    return _walk_batches(walk_partitions(rows(), intervals, failures, end_time, cut, rules))
+    return _walk_batches(walk_partitions(rows(), intervals, failures, end_time, cut))
 
 
-def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: int | None, rules: bool):
+def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: int | None):
     """One task: the walk of every partition whose rows (dicts sorted by topic and partition) it
     gets, from the carried state when one comes with them; stopped at `cut` to keep its state
-    (None: no carry kept); `rules`: the rule findings too. Yields (kind, payload, t, b, d, final)."""
+    (None: no carry kept). Yields (kind, payload, t, b, d, final)."""
     from . import package
 
     package.ensure_deps()
@@ -160,7 +160,7 @@ def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: i
                                           partition=partition))
 
         try:
-            w = audit.PartitionWalk(down, index, state=carried, bad=bad if rules else None).walk(batch, cut)
+            w = audit.PartitionWalk(down, index, state=carried, bad=bad).walk(batch, cut)
         except audit.NeedsWholeWalk as exc:
             yield "whole", _dumps({"topic": topic, "partition": partition, "why": str(exc)}), None, None, None, None
             return
