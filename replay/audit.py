@@ -357,18 +357,26 @@ class FailureIndex:
         self.failed_at = {f["failure"]: f["time"] for f in broker_failures}
 
 
+def _finding(rule: str, r: dict, detail: str) -> dict:
+    return finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"), line=r.get("line"),
+                   seq=r["seq"], time=r["time"], topic=r["topic"], partition=r["partition"])
+
+
 class PartitionWalk:
-    """One partition's measurements (and, with `bad`, its rules) over its rows: the offline
-    intervals (no leader, or its leader's broker down), the leader changes per broker, and the
-    time each broker failure that took its leader took to give it a live leader again.
+    """One partition's measurements (and, with `rules`, its rule findings, in `findings`) over its
+    rows: the offline intervals (no leader, or its leader's broker down), the leader changes per
+    broker, and the time each broker failure that took its leader took to give it a live leader
+    again.
 
     `walk(rows, cut)` takes the partition's rows at or after the state's cut (all of them from
     scratch); when `cut` is given, `state` is the walk's state at that time, and every output
     before it is marked final (it cannot change when later rows arrive: the incremental audit
     stores it). `finish(end_time)` closes the last leader's span at the end of the history."""
 
-    def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, bad=None):
-        self.down, self.bad, self.failures = down, bad, failures
+    def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, rules: bool = False):
+        self.down, self.failures = down, failures
+        self.findings: list[dict] = []
+        self.bad = (lambda rule, r, detail: self.findings.append(_finding(rule, r, detail))) if rules else None
         m = state["measure"] if state else {}
         self.rules = state["rules"] if state else None
         self.last = tuple(m["last"]) if m.get("last") else None  # (time, leader): -1 none, -2 deleted
@@ -384,10 +392,18 @@ class PartitionWalk:
         self._final = False
 
     def walk(self, rows: list[dict], cut: int | None = None) -> "PartitionWalk":
-        if self.bad is not None:  # every row's findings, from one walk in ZooKeeper order
-            walk_rules(rows, self.rules, self.bad)
-        # the rules' state at the cut: a walk of the rows before it
-        rules_state = None if cut is None else walk_rules([r for r in rows if r["time"] < cut], self.rules, None)
+        rules_state = None
+        if cut is None:
+            if self.bad is not None:
+                walk_rules(rows, self.rules, self.bad)
+        else:  # the rows before the cut give the state kept there; those after it resume from it
+            rules_state = walk_rules([r for r in rows if r["time"] < cut], self.rules, self.bad)
+            if self.bad is not None:
+                try:
+                    walk_rules([r for r in rows if r["time"] >= cut], rules_state, self.bad)
+                except NeedsWholeWalk:  # a stale read after the cut: the findings of one walk of them all
+                    self.findings.clear()
+                    walk_rules(rows, self.rules, self.bad)
         self._final = cut is not None
         for r in sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["zk_version"])):
             if self._final and r["time"] >= cut:
@@ -467,17 +483,10 @@ def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dic
     """The per-partition rules and measurements over a partition's whole timeline. Returns
     (findings, offline intervals, recoveries [(failure, ms or None)], leader deltas [(time,
     broker, +1/-1)]). `rules=False`: the measurements only."""
-    findings = []
     if not rows:
-        return findings, [], [], []
-    topic, partition = rows[0]["topic"], rows[0]["partition"]
-
-    def bad(rule, r, detail):
-        findings.append(finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
-                                line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic, partition=partition))
-
-    w = PartitionWalk(down, FailureIndex(broker_failures), bad=bad if rules else None).walk(rows).finish(end_time)
-    return (findings, [(a, b) for a, b, _ in w.intervals], [(f, ms) for f, ms, _ in w.recoveries],
+        return [], [], [], []
+    w = PartitionWalk(down, FailureIndex(broker_failures), rules=rules).walk(rows).finish(end_time)
+    return (w.findings, [(a, b) for a, b, _ in w.intervals], [(f, ms) for f, ms, _ in w.recoveries],
             [(t, b, d) for t, b, d, _ in w.deltas])
 
 

@@ -152,20 +152,13 @@ def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: i
 
     def flush():
         topic, partition = current
-        findings = []
-
-        def bad(rule, r, detail):
-            findings.append(audit.finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"),
-                                          line=r.get("line"), seq=r["seq"], time=r["time"], topic=topic,
-                                          partition=partition))
-
         try:
-            w = audit.PartitionWalk(down, index, state=carried, bad=bad).walk(batch, cut)
+            w = audit.PartitionWalk(down, index, state=carried, rules=True).walk(batch, cut)
         except audit.NeedsWholeWalk as exc:
             yield "whole", _dumps({"topic": topic, "partition": partition, "why": str(exc)}), None, None, None, None
             return
         w.finish(end_time)
-        for f in findings:
+        for f in w.findings:
             yield "finding", _dumps(f), None, None, None, None
         yield "offline", _dumps({"topic": topic, "partition": partition, "offline_ms": w.offline_ms,
                                   "offline_intervals": w.offline_count}), None, None, None, None

@@ -51,13 +51,12 @@ def setting(rng: random.Random):
 
 
 def whole(rows, down, failures, end):
-    found = []
-    w = audit.PartitionWalk(down, failures, bad=lambda *a: found.append(_finding(*a))).walk(rows).finish(end)
-    return found, w
+    w = audit.PartitionWalk(down, failures, rules=True).walk(rows).finish(end)
+    return [_finding(f) for f in w.findings], w
 
 
-def _finding(rule, r, detail):
-    return (r["seq"], rule, detail)
+def _finding(f):
+    return (f["seq"], f["rule"], f["detail"])
 
 
 def resumed(rows, down, failures, end, cuts):
@@ -71,11 +70,9 @@ def resumed(rows, down, failures, end, cuts):
     for k, cut in enumerate(bounds):
         lo = cuts[k - 1] if k > 0 else None
         part = [r for r in rows if lo is None or r["time"] >= lo]
-        mine = []
-        bad = (lambda *a: mine.append((a[1]["time"], _finding(*a)))) if k > 0 else None
-        w = audit.PartitionWalk(down, failures, state=state, bad=bad).walk(part, cut)
+        w = audit.PartitionWalk(down, failures, state=state, rules=k > 0).walk(part, cut)
         # kept: the findings before the cut (those after it are found again by the next walk)
-        found += [f for t, f in mine if cut is None or t < cut]
+        found += [_finding(f) for f in w.findings if cut is None or f["time"] < cut]
         if cut is None:
             w.finish(end)
         for name in finals:
@@ -97,6 +94,10 @@ def test_a_walk_resumed_at_cuts_gives_the_whole_walk():
         times = sorted({r["time"] for r in rows} | {rng.randint(990, end)})
         cuts = sorted(rng.sample(times, min(len(times), rng.randint(1, 3))))
         want_found, w = whole(rows, down, failures, end)
+        # a run from scratch walks every row once, stopping at its cut: the same findings, also
+        # when a stale read after the cut makes it walk them all again
+        cut_walk = audit.PartitionWalk(down, failures, rules=True).walk(rows, cuts[0]).finish(end)
+        assert sorted(map(_finding, cut_walk.findings)) == sorted(want_found), case
         try:
             got_found, finals, last = resumed(rows, down, failures, end, cuts)
         except audit.NeedsWholeWalk:
@@ -120,13 +121,13 @@ def test_a_stale_version_after_the_cut_needs_the_whole_walk_and_a_deletion_start
                                                                            zk_version=2)]
     w = audit.PartitionWalk(down, failures).walk(rows, cut=150)
     with pytest.raises(audit.NeedsWholeWalk):
-        audit.PartitionWalk(down, failures, state=w.state, bad=lambda *a: None).walk(rows[1:])
+        audit.PartitionWalk(down, failures, state=w.state, rules=True).walk(rows[1:])
     rows = [dict(base, time=100, kind="write", seq=1, zk_version=3), dict(base, time=120, kind="deleted", seq=2,
                                                                            zk_version=3),
             dict(base, time=200, kind="write", seq=3, zk_version=0)]
     w = audit.PartitionWalk(down, failures).walk(rows, cut=150)
     assert w.state["rules"] is None  # the incarnation the cut saw had ended
-    audit.PartitionWalk(down, failures, state=w.state, bad=lambda *a: None).walk(rows[2:]).finish(300)
+    audit.PartitionWalk(down, failures, state=w.state, rules=True).walk(rows[2:]).finish(300)
 
 
 RULE_KINDS = ("write", "write", "write", "observed", "conflict", "elected", "deleted")

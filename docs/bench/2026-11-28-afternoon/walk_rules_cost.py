@@ -21,5 +21,5 @@ def bad(rule, r, detail):
 for label, kw, b in (("measure + state", {"cut": cut}, None), ("measure + state + rule findings", {"cut": cut}, bad)):
     t0 = time.process_time()
     for rows_ in by.values():
-        audit.PartitionWalk(down, fi, bad=b).walk(rows_, **kw).finish(times[-1])
+        audit.PartitionWalk(down, fi, rules=b is not None).walk(rows_, **kw).finish(times[-1])
     print(label, "%.2f s" % (time.process_time() - t0), len(found))
