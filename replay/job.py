@@ -61,6 +61,7 @@ TABLES = {
 
 # appended per fold unit (replay/checkpoint.py): journal=<journal>/date=<UTC day>/unit=<unit id>
 PARTITIONED = ("partition_timeline", "elections", "events", "findings")
+STAGING = "_staging"  # under --out: the fold tasks' own Parquet files until step 4 moves them in
 
 WALKED = ("topic", "partition", "time", "kind", "zk_version", "leader", "seq", "journal", "leader_epoch", "isr",
           "controller_epoch", "replicas", "file", "line")
@@ -198,6 +199,14 @@ class _Store:
         self.Path = self.jvm.org.apache.hadoop.fs.Path
         self.fs = self.Path(self.out).getFileSystem(sc._jsc.hadoopConfiguration())
 
+    @property
+    def local_dir(self) -> str | None:
+        """`out` as an absolute local path when it is on the local file system (also a path
+        without a scheme under Hadoop's default file system "file:"), else None."""
+        if self.fs.getUri().getScheme() != "file":
+            return None
+        return _norm(self.fs.makeQualified(self.Path(self.out)).toString())
+
     def read_text(self, rel: str) -> str | None:
         path = self.Path(f"{self.out}/{rel}")
         if not self.fs.exists(path):
@@ -266,6 +275,26 @@ def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[
     got = {r["path"]: r for r in rows}
     return [known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
             for p, j, n in listed]
+
+
+def _unstage(stage: str, out: str) -> None:
+    """Move the unit directories the fold tasks wrote under `stage` (<table>/journal=/date=/unit=)
+    into the tables under `out`, then remove `stage`. After `_Store.drop_units`: a unit's rows
+    appear in the tables only once the run is past its fold, as with Spark's own writer."""
+    import shutil
+
+    base = Path(stage)
+    for unit_dir in sorted(base.glob("*/*/*/unit=*")):
+        target = Path(out) / unit_dir.relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():  # left by a run that stopped between this move and its manifest
+            shutil.rmtree(target)
+        unit_dir.rename(target)
+    shutil.rmtree(base, ignore_errors=True)
+    try:
+        base.parent.rmdir()  # STAGING itself, when no other run's stage is in it
+    except OSError:
+        pass
 
 
 def _uri(p: str) -> str:
@@ -352,11 +381,14 @@ def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], d
     return summaries, clusters, line_findings
 
 
-def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uids: dict[int, str]) -> DataFrame:
+def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uids: dict[int, str],
+          stage: str | None = None) -> DataFrame:
     """Re-execute the given units: one task per unit, reading the unit's head segment itself;
     the few records of a unit that lie in other segments (the tail of a batch before a roll, or
     every record of a segment without a snapshot head) are looked up first and broadcast.
-    Returns the fold batches (`FOLD_SCHEMA`), persisted."""
+    Returns the fold batches (`FOLD_SCHEMA`), persisted. With `stage` (a local directory), the
+    tasks write the big row sets there as Parquet files themselves (`tasks.stage_files`) and
+    return only the small rows."""
     sc = spark.sparkContext
     unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path, "uid": uids[u.unit],
                           "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index} for u in units}
@@ -390,11 +422,20 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
     unit_of_head = {u.head_path: u.unit for u in units}
 
     arrow_schema = _fold_arrow_schema(spark)
+    direct = None
+    if stage is not None:
+        # the partition directories' names as Spark's writer spells them (escaped journal names,
+        # its name for a null value), so that the staged files read back as the tables' own
+        path_of = sc._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
+        direct = {"root": stage, "tables": dict(zip(("timeline", "election", "event", "finding"), PARTITIONED)),
+                  "journals": {name: path_of.getPartitionPathString("journal", name) for name in display.values()},
+                  "null": path_of.DEFAULT_PARTITION_NAME()}
 
     def fold_task(batches):
         from replay.tasks import fold_arrow
 
-        return fold_arrow(batches, unit_of_head, b_units.value, b_display.value, b_boundary.value, arrow_schema)
+        return fold_arrow(batches, unit_of_head, b_units.value, b_display.value, b_boundary.value, arrow_schema,
+                          direct)
 
     saved = spark.conf.get("spark.sql.files.openCostInBytes")
     spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
@@ -442,7 +483,7 @@ def _name_seq(path: str) -> int:
 
 def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool = True, quiet: bool = False,
         report_dir: str | None = None, full: bool = False, closed_only: bool = False,
-        on_findings=None) -> int:
+        on_findings=None, direct_writes: bool = True) -> int:
     """Run the replay and audit of the journals under `journal` (one directory or several, of one
     cluster); write the tables under `out` and the report (report.html, the charts, summary.json)
     under `out` too, or under `report_dir` (a local directory; needed when `out` is not on the
@@ -451,7 +492,13 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     Incremental (replay/checkpoint.py): segments and fold units audited by an earlier run over the
     same `out` are not read or re-executed again; `full` starts from scratch. `closed_only` leaves
     out each journal's last segment (still being written) unless it was audited unchanged;
-    `on_findings(rows)` receives every finding of the verdict (`kctl replay --follow`)."""
+    `on_findings(rows)` receives every finding of the verdict (`kctl replay --follow`).
+
+    When `out` is on the local file system (and `direct_writes`), the fold tasks write the
+    per-unit Parquet files of the four big tables themselves with pyarrow (`tasks.stage_files`)
+    instead of handing their rows to Spark's writer: the rows never become JVM rows, are not
+    cached, and are not scanned once per table. Elsewhere (hdfs:// and the like) Spark writes
+    them; tests/replay/test_incremental.py holds both ways to the same tables."""
     started = time.perf_counter()
     sc = spark.sparkContext
     try:
@@ -478,6 +525,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
             store.delete(name)
         store.delete(checkpoint.PATH)
     store.prune_carry(manifest.audit, None)  # and no carry that a run stopped half way left
+    store.delete(STAGING)  # nor the fold files of a run that stopped before moving them
 
     # 1. content hashes; what changed since the checkpoint ----------------------------------------
     listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
@@ -536,18 +584,21 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # 3. re-execute the units not audited yet (executors) -----------------------------------------
     fold_started = time.perf_counter()
     folded = None
+    local_out = store.local_dir if direct_writes else None
+    stage = f"{local_out}/{STAGING}/{int(time.time() * 1000)}" if local_out is not None and execute else None
     if execute:
         extra = sorted(checkpoint.reads_of(execute, units, summaries) - rescan_paths)
         source = lines if not extra else (_lines(spark, extra) if lines is None
                                           else lines.unionByName(_lines(spark, extra)))
-        folded = _fold(spark, source, execute, display, uids)
+        folded = _fold(spark, source, execute, display, uids, stage)
         small_kinds = ("unit", "term", "broker", "reassign", "decision", "outcome")
         fresh: dict[str, dict] = {uids[u.unit]: {k: [] for k in small_kinds} for u in execute}
-        for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "small", "unit").collect():
-            fresh[r[2]][r[0]].append(json.loads(r[1]))
-        # where each unit's rows start (replay/carry.py: the cut, and whether the last one still holds)
-        first_rows = dict(folded.filter(F.col("kind") == "timeline").groupBy("unit")
-                          .agg(F.min("timeline.time")).collect())
+        first_rows = {}  # where each unit's rows start (replay/carry.py: the cut, and whether the last one holds)
+        for r in folded.filter(F.col("kind").isin(*small_kinds, "first")).select("kind", "small", "unit").collect():
+            if r[0] == "first":
+                first_rows[r[2]] = json.loads(r[1])["time"]
+            else:
+                fresh[r[2]][r[0]].append(json.loads(r[1]))
         for u in execute:
             uid = uids[u.unit]
             starts = [s["first_at"] for s in fresh[uid]["unit"] if s.get("first_at") is not None]
@@ -571,6 +622,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     store.drop_units({uids[u.unit] for u in units} - executed_uids)  # also every unit=cluster directory
     for name in PARTITIONED:
         store.mkdirs(name)
+    if stage is not None:
+        _unstage(stage, local_out)
 
     def unit_rows(kind: str, schema: str) -> DataFrame:
         return folded.filter(F.col("kind") == kind).select(f"{kind}.*", "unit", "date")
@@ -595,7 +648,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
 
     per_table = {"partition_timeline": [cluster_rows(local_rows(cluster["timeline"], SCHEMAS["timeline"]))],
                  "elections": [cluster_rows(local_rows(cluster["elections"], SCHEMAS["election"]))]}
-    if folded is not None:
+    if folded is not None and stage is None:
         for name, kind, schema in (("partition_timeline", "timeline", "timeline"), ("elections", "election", "election"),
                                    ("events", "event", "event"), ("findings", "finding", "finding")):
             per_table.setdefault(name, []).append(unit_rows(kind, SCHEMAS[schema]))

@@ -17,10 +17,17 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 BIG = ("timeline", "election", "event", "finding")  # struct columns of the fold's batches
 
 
-def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary: dict, schema):
+def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary: dict, schema,
+               direct: dict | None = None):
     """`fold_files` over Arrow batches of (path, value), yielding one record batch per unit and
     kind with the job's fold schema (kind, unit, date, small, and one struct column per kind of
-    `BIG`): rows are built into columns here, not passed as JSON texts or Row objects."""
+    `BIG`): rows are built into columns here, not passed as JSON texts or Row objects.
+
+    With `direct` (the tables are on a file system this task can write: `stage_files`), the big
+    rows are not returned: each unit's rows of each kind are written here as one Parquet file
+    into the staging directory, laid out as Spark lays out the partitioned tables, and the job
+    moves them into the tables. Every unit also yields a "first" row: the time of its first
+    timeline row (replay/carry.py)."""
     import pyarrow as pa
 
     def files():
@@ -37,15 +44,56 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
             cols[k] = pa.array(rows, type=t) if k == kind else pa.nulls(n, t)
         return pa.RecordBatch.from_arrays([cols[f.name] for f in schema], schema=schema)
 
-    current, rows = None, []
+    def flush(kind, rows, uid, day):
+        if direct is not None and kind in BIG:
+            stage_files(direct, kind, pa.array(rows, type=schema.field(kind).type), uid, day)
+            return ()
+        return (batch(kind, rows, uid, day),)
+
+    current, rows, first = None, [], {}
     for kind, row, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
+        if kind == "timeline":
+            t = row["time"]
+            if t is not None and (uid not in first or t < first[uid][0]):
+                first[uid] = (t, day)
+        elif kind == "unit" and uid not in first:
+            first[uid] = (None, day)
         if (kind, uid, day) != current:
             if rows:
-                yield batch(*current[:1], rows, *current[1:])
+                yield from flush(*current[:1], rows, *current[1:])
             current, rows = (kind, uid, day), []
         rows.append(row)
     if rows:
-        yield batch(*current[:1], rows, *current[1:])
+        yield from flush(*current[:1], rows, *current[1:])
+    for uid, (t, day) in first.items():
+        yield batch("first", [{"time": t}], uid, day)
+
+
+def stage_files(direct: dict, kind: str, rows, uid: str, day: str | None) -> None:
+    """Write one unit's rows of one kind (an Arrow struct array) as a Parquet file under
+    `direct["root"]`/<table>/journal=<j>/date=<day>/unit=<uid>/, one file per journal value:
+    the directory names are Spark's (escaped on the driver: `direct["journals"]`, and
+    `direct["null"]` for a missing value), the partition columns are left out of the file as
+    Spark leaves them out, and the file is renamed into place once complete (a retried task
+    writes the same name again)."""
+    import os
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_struct_array(rows)
+    journals = table.column("journal")
+    for value in journals.unique().to_pylist():
+        part = table.filter(pc.is_null(journals) if value is None else pc.equal(journals, value))
+        where = os.path.join(direct["root"], direct["tables"][kind],
+                             direct["journals"][value] if value is not None else "journal=" + direct["null"],
+                             "date=" + (day if day is not None else direct["null"]), "unit=" + uid)
+        os.makedirs(where, exist_ok=True)
+        tmp = os.path.join(where, f".{uuid.uuid4().hex}.tmp")
+        pq.write_table(part.drop_columns(["journal"]), tmp, compression="snappy")
+        os.replace(tmp, os.path.join(where, "part-00000-fold.snappy.parquet"))
 
 
 def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: dict):

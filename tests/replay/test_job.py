@@ -106,6 +106,36 @@ def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expec
         assert (out / png).stat().st_size > 5000
 
 
+def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, journal, tmp_path):
+    """With a local --out the fold tasks write the big tables' files themselves (pyarrow); the
+    tables then hold exactly the rows, types and partition values (journal, date, unit) that
+    Spark's writer gives them, also for journal names Spark escapes in directory names ("=")."""
+    from replay import job
+
+    root = tmp_path / "journals"
+    for i, node in enumerate(sorted(p for p in journal.iterdir() if p.is_dir())):
+        copy_tree(node, root / ("rack=a" if i == 0 else "rack_b") / node.name)
+    runs = {}
+    for direct in (True, False):
+        out = tmp_path / f"out-{direct}"
+        assert job.run(spark, str(root), str(out), quiet=True, direct_writes=direct) == 0
+        runs[direct] = out
+    staged = list(runs[True].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
+    assert staged and not list(runs[False].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
+    assert not (runs[True] / job.STAGING).exists()
+    assert any("journal=rack%3Da%2F" in str(f) for f in staged), "the journal name escaped as Spark escapes it"
+    for name in job.PARTITIONED:
+        got, want = (spark.read.parquet(str(runs[d] / name)) for d in (True, False))
+        assert got.schema == want.schema, name
+        cols = sorted(c for c in got.columns if c != "replay_us")  # (this run's own timing)
+        rows = [sorted(repr(tuple(r)) for r in df.select(*cols).collect()) for df in (got, want)]
+        assert rows[0] == rows[1], name
+        assert len(rows[0]) > 0, name
+        assert name == "findings" or {r["journal"] for r in got.select("journal").distinct().collect()} == {
+            "rack=a/" + sorted(journal.iterdir())[0].name} | {f"rack_b/{n.name}" for n in sorted(
+                p for p in journal.iterdir() if p.is_dir())[1:]}, name
+
+
 def test_usage_errors_exit_2(spark, tmp_path):
     from replay import job
 
