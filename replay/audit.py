@@ -376,7 +376,10 @@ class PartitionWalk:
     def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, rules: bool = False):
         self.down, self.failures = down, failures
         self.findings: list[dict] = []
-        self.bad = (lambda rule, r, detail: self.findings.append(_finding(rule, r, detail))) if rules else None
+        # closed over the list, not `self`: a walk that refers to itself is a reference cycle,
+        # freed only by the cyclic collector, and a task walks thousands of partitions
+        found = self.findings.append
+        self.bad = (lambda rule, r, detail: found(_finding(rule, r, detail))) if rules else None
         m = state["measure"] if state else {}
         self.rules = state["rules"] if state else None
         self.last = tuple(m["last"]) if m.get("last") else None  # (time, leader): -1 none, -2 deleted
