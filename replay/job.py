@@ -19,7 +19,9 @@ Stages (what runs where):
 4. On the driver, stitch the small cross-unit results (`replay.history.assemble`); on the
    executors, walk each partition's timeline (`replay.tasks.walk_partitions`; from the last run's
    carry when it holds, replay/carry.py).
-5. Write the Parquet tables and the report under `--out`; print the summary.
+5. Write the Parquet tables and the report under `--out`; print the summary. With a local
+   `--out`, the fold tasks of step 3 have already written the four big tables' files of their
+   units themselves (pyarrow, staged until the fold is over), so Spark writes only the rest.
 """
 from __future__ import annotations
 
@@ -124,6 +126,7 @@ def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str,
     several), every segment file under them (plain wins over .gz), and each file's size in bytes
     and modification time in ms, via Hadoop's file system API: the driver lists, nobody reads yet."""
     import re
+    import urllib.parse
 
     sc = spark.sparkContext
     jvm = sc._jvm
@@ -141,7 +144,8 @@ def _list_segments(spark: SparkSession, journals: str | list[str]) -> tuple[str,
     root = roots[0] if len(set(roots)) == 1 else _common_parent(roots)
     pattern = re.compile(SEGMENT_RE)
     chosen: dict[tuple[str, str], str] = {}
-    for f in sorted({_norm(x) for x in files}):
+    # Spark lists files as URIs ("a b" as "a%20b"); the job names them by their paths
+    for f in sorted({_norm(urllib.parse.unquote(x)) for x in files}):
         directory, name = f.rsplit("/", 1)
         m = pattern.match(name)
         if m is None:
@@ -175,7 +179,10 @@ def _whole_files(spark: SparkSession, uris: list[str]) -> DataFrame:
     """One row per segment file (Spark's text reader, whole files; gzip is decompressed):
     path, journal, name_seq, value."""
     return (spark.read.text(uris, wholetext=True)
-            .select(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "").alias("path"), "value")
+            # the file's URI decoded to its path, as `_list_segments` names it (a "+" is literal
+            # in a URI, not a space: kept by quoting it before `url_decode`)
+            .select(F.regexp_replace(F.url_decode(F.replace(F.col("_metadata.file_path"), F.lit("+"), F.lit("%2B"))),
+                                     "^file:(//)?", "").alias("path"), "value")
             .withColumn("journal", F.regexp_extract("path", "^(.*)/[^/]*$", 1))
             .withColumn("name_seq", F.regexp_extract("path", r"segment-(\d{20})\.jsonl", 1).cast("bigint")))
 
@@ -498,7 +505,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     per-unit Parquet files of the four big tables themselves with pyarrow (`tasks.stage_files`)
     instead of handing their rows to Spark's writer: the rows never become JVM rows, are not
     cached, and are not scanned once per table. Elsewhere (hdfs:// and the like) Spark writes
-    them; tests/replay/test_incremental.py holds both ways to the same tables."""
+    them; tests/replay/test_job.py holds both ways to the same tables."""
     started = time.perf_counter()
     sc = spark.sparkContext
     try:

@@ -109,10 +109,11 @@ def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expec
 def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, journal, tmp_path):
     """With a local --out the fold tasks write the big tables' files themselves (pyarrow); the
     tables then hold exactly the rows, types and partition values (journal, date, unit) that
-    Spark's writer gives them, also for journal names Spark escapes in directory names ("=")."""
+    Spark's writer gives them, also for journal names Spark escapes in directory names ("="),
+    under a directory whose name a URI must escape (" ", "+", "#")."""
     from replay import job
 
-    root = tmp_path / "journals"
+    root = tmp_path / "journals of a+b #2"
     for i, node in enumerate(sorted(p for p in journal.iterdir() if p.is_dir())):
         copy_tree(node, root / ("rack=a" if i == 0 else "rack_b") / node.name)
     runs = {}
