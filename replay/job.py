@@ -796,6 +796,9 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     stats = {"events": sum(u["events"] for u in unit_summaries), "journals": len(display), "segments": len(summaries),
              "units": len(units), "step_seconds": sum(u["step_seconds"] for u in unit_summaries),
              "fold_seconds": sum(u.get("fold_seconds", 0) for u in unit_summaries),
+             # the fold tasks end to end: their lines checked and parsed, the fold, the rows written
+             "task_seconds": sum(u.get("parse_seconds", 0) + u.get("fold_seconds", 0) + u.get("write_seconds", 0)
+                                 for u in unit_summaries),
              "incremental": {"audit": "resumed at the last run's cut" if resumed else f"whole timeline: {why_whole}",
                              "segments_hashed": len(listed) - len(unchanged), "segments_read": len(rescan),
                              "segments_reused": len(hashed) - len(rescan),

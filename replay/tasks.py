@@ -27,7 +27,10 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
     rows are not returned: each unit's rows of each kind are written here as one Parquet file
     into the staging directory, laid out as Spark lays out the partitioned tables, and the job
     moves them into the tables. Every unit also yields a "first" row: the time of its first
-    timeline row (replay/carry.py)."""
+    timeline row (replay/carry.py). Its summary's `write_seconds` is the time spent here making
+    its rows Arrow columns (and Parquet files)."""
+    import time
+
     import pyarrow as pa
 
     def files():
@@ -50,7 +53,7 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
             return ()
         return (batch(kind, rows, uid, day),)
 
-    current, rows, first = None, [], {}
+    current, rows, first, spent = None, [], {}, {}
     for kind, row, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
         if kind == "timeline":
             t = row["time"]
@@ -60,8 +63,13 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
             first[uid] = (None, day)
         if (kind, uid, day) != current:
             if rows:
-                yield from flush(*current[:1], rows, *current[1:])
+                started = time.perf_counter()
+                done = flush(*current[:1], rows, *current[1:])
+                spent[current[1]] = spent.get(current[1], 0.0) + time.perf_counter() - started
+                yield from done
             current, rows = (kind, uid, day), []
+        if kind == "unit":  # its unit's last row: every big row set of the unit is written by now
+            row["write_seconds"] = spent.get(uid, 0.0)
         rows.append(row)
     if rows:
         yield from flush(*current[:1], rows, *current[1:])
@@ -102,6 +110,8 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
     found in other segments: (seq, type, path, line, text, event_seq). Yields
     (kind, row, unit id, UTC day of the unit's head): the last two place the unit's rows in the
     tables (replay/checkpoint.py)."""
+    import time
+
     from . import package
 
     package.ensure_deps()
@@ -119,6 +129,7 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             unit_id = unit_of_head.get(path)
             if unit_id is None:
                 continue
+            started = time.perf_counter()
             u = units[unit_id]
             lo, hi = u["lo"], u["hi"]
             raw_lines = text.split("\n")
@@ -155,7 +166,9 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
                                   "topic": None, "partition": None,
                                   "detail": "the head snapshot of this unit cannot be read"}, uid, None
                 continue
+            parsed = time.perf_counter() - started
             fold = UnitFold(u, name).run(head, records)
+            fold.summary["parse_seconds"] = parsed  # checking and parsing its lines, before the fold
             day = utc_day(fold.summary.get("first_at"))
             for kind, rows in (("timeline", fold.timeline), ("election", fold.elections), ("event", fold.events),
                                ("finding", fold.findings), ("term", fold.terms), ("broker", fold.brokers),
