@@ -101,6 +101,8 @@ def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expec
     assert all(f[0] == "info" for f in findings)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["passed"] and summary["stats"]["events"] == counts["events"]
+    # the fold tasks end to end: their lines parsed before the fold, their rows written after it
+    assert summary["stats"]["task_seconds"] > summary["stats"]["fold_seconds"] > summary["stats"]["step_seconds"] > 0
     assert "PASS" in (out / "report.html").read_text()
     for png in ("offline_partitions.png", "leaders_per_broker.png", "event_rate.png", "processing_time.png"):
         assert (out / png).stat().st_size > 5000
@@ -117,13 +119,16 @@ def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, 
     for i, node in enumerate(sorted(p for p in journal.iterdir() if p.is_dir())):
         copy_tree(node, root / ("rack=a" if i == 0 else "rack_b") / node.name)
     runs = {}
+    left = tmp_path / "out-True" / job.STAGING / "1" / "partition_timeline" / "journal=x" / "date=y" / "unit=z"
+    left.mkdir(parents=True)
+    (left / "part-00000-fold.snappy.parquet").write_bytes(b"a run stopped while writing this")
     for direct in (True, False):
         out = tmp_path / f"out-{direct}"
         assert job.run(spark, str(root), str(out), quiet=True, direct_writes=direct) == 0
         runs[direct] = out
     staged = list(runs[True].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
     assert staged and not list(runs[False].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
-    assert not (runs[True] / job.STAGING).exists()
+    assert not (runs[True] / job.STAGING).exists()  # nor what a stopped run left there
     assert any("journal=rack%3Da%2F" in str(f) for f in staged), "the journal name escaped as Spark escapes it"
     for name in job.PARTITIONED:
         got, want = (spark.read.parquet(str(runs[d] / name)) for d in (True, False))
