@@ -25,6 +25,9 @@
   without the commands `step()` builds from it in `columnar_brokers.py`) at 10,000 and 100,000
   partitions, rebuilding the image, and one partition's change applied to the 100,000-partition
   image (the changed columns of one chunk copied);
+Every measurement runs with the C heap configured as a node process configures it
+(`adapters/runtime/heap.py` `configure()`: glibc's mmap threshold fixed at 512 KB).
+
 - memory of the state of 100,000 partitions, RF 3, each in a fresh process: `traced_mb`, what
   tracemalloc counts as still allocated once the state is built and everything else is freed,
   and `rss_mb`, the growth of the resident set while building it (it includes the freed
@@ -262,12 +265,14 @@ print((tracemalloc.get_traced_memory()[0] - before) / 2**20)
 """
 
 def _rss_script(settle: str) -> str:
-    """A fresh process's resident-set growth while it builds the state, measured after `settle`."""
+    """A fresh process's resident-set growth while it builds the state, measured after `settle`,
+    with the C heap configured as a node process configures it (adapters/runtime/heap.py)."""
     return f"""
 import gc, os
 from benchmarks.core_step import cluster
 import controller_core.step
 from adapters.runtime import heap
+heap.configure()
 def rss():
     return int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
 gc.collect()
@@ -302,6 +307,11 @@ def main(argv=None) -> int:
     ap.add_argument("--scalar-startup", action="store_true",
                     help="decide broker startups by the scalar walk (the columnar path switched off)")
     args = ap.parse_args(argv)
+    # the C heap as a node process has it (its mmap threshold fixed: adapters/runtime/heap.py;
+    # before the evening of 2026-11-28 the benchmark, like the node, left glibc's default)
+    from adapters.runtime import heap
+
+    heap.configure()
     if args.scalar_shutdown:
         from controller_core import columnar_shutdown
         columnar_shutdown.ENABLED = False

@@ -24,6 +24,7 @@ from adapters.cli.common import (
 from adapters.cli.errors import CommandFailure, UsageError
 from adapters.cli.node_properties import PropertiesError, split_file_settings
 from adapters.journal.writer import JournalError
+from adapters.runtime import heap
 from adapters.runtime.stalls import StallWatch
 from adapters.node import BrokerIdInUse, ClusterNode, LogDirsFailed, NodeConfig
 from adapters.zookeeper.session import Unreachable, ZkError
@@ -156,6 +157,9 @@ def cmd_node(args) -> int:
                         secret=secret.encode() if secret else None,
                         zk_auth=zk_auth)
     configure_logging(args.log_format, args.log_level)
+    # large transient arrays (a load's requests) go back to the system when freed, before the
+    # state is built (adapters/runtime/heap.py)
+    heap.configure()
 
     async def main() -> int:
         node = ClusterNode(config)
