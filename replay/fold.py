@@ -120,7 +120,8 @@ class UnitFold:
         s = {"unit": u["unit"], "journal": self.journal, "head_path": u["head_path"], "index": u["index"],
              "snapshot_seq": u["snapshot_seq"], "last": u["hi"] >= INF, "events": 0, "step_seconds": 0.0,
              "snapshot_hash": None, "snapshot_fields": None, "snapshot_initial": False, "final_hash": None,
-             "final_fields": None, "first_at": None, "last_at": None, "last_seq": None, "broken": None}
+             "final_fields": None, "first_at": None, "last_at": None, "last_seq": None, "broken": None,
+             "first_row_at": None}
         self.summary = s
         try:
             head = verify_line(head) if isinstance(head, str) else head
@@ -261,6 +262,8 @@ class UnitFold:
                 self._find("unencodable-state", "violation", f"the replayed state cannot be encoded as a snapshot: "
                            f"{exc}", file=self._last_where[0], line=self._last_where[1], seq=self.summary["last_seq"])
         self.summary["decisions_left"] = len(self.decisions) + len(self.unconfirmed)
+        # where the unit's timeline rows start (replay/carry.py: the cut, and whether the last one holds)
+        self.summary["first_row_at"] = min((r["time"] for r in self.timeline if r["time"] is not None), default=None)
         self.summary["orphans"] = len(self.orphans)
 
     # -- history ---------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from pyspark.storagelevel import StorageLevel  # noqa: E402
 
 from replay import carry, checkpoint, history, package, report  # noqa: E402
 from replay.plan import INF, SegmentSummary, Unit, check_segments, mixed_clusters, plan_units  # noqa: E402
-from replay.tasks import WALK_SCHEMA  # noqa: E402
+from replay.tasks import BIG, WALK_SCHEMA  # noqa: E402
 
 TABLES = {
     "partition_timeline": "every partition state ZooKeeper accepted or the controllers observed: time, controller and "
@@ -63,6 +63,7 @@ TABLES = {
 
 # appended per fold unit (replay/checkpoint.py): journal=<journal>/date=<UTC day>/unit=<unit id>
 PARTITIONED = ("partition_timeline", "elections", "events", "findings")
+TABLE_OF = dict(zip(BIG, PARTITIONED))  # the fold's big row sets (replay/tasks.py) and their tables
 STAGING = "_staging"  # under --out: the fold tasks' own Parquet files until step 4 moves them in
 
 WALKED = ("topic", "partition", "time", "kind", "zk_version", "leader", "seq", "journal", "leader_epoch", "isr",
@@ -292,10 +293,8 @@ def _unstage(stage: str, out: str) -> None:
 
     base = Path(stage)
     for unit_dir in sorted(base.glob("*/*/*/unit=*")):
-        target = Path(out) / unit_dir.relative_to(base)
+        target = Path(out) / unit_dir.relative_to(base)  # (gone: `drop_units` kept only reused units)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():  # left by a run that stopped between this move and its manifest
-            shutil.rmtree(target)
         unit_dir.rename(target)
     shutil.rmtree(base, ignore_errors=True)
     try:
@@ -434,7 +433,7 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
         # the partition directories' names as Spark's writer spells them (escaped journal names,
         # its name for a null value), so that the staged files read back as the tables' own
         path_of = sc._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils
-        direct = {"root": stage, "tables": dict(zip(("timeline", "election", "event", "finding"), PARTITIONED)),
+        direct = {"root": stage, "tables": TABLE_OF,
                   "journals": {name: path_of.getPartitionPathString("journal", name) for name in display.values()},
                   "null": path_of.DEFAULT_PARTITION_NAME()}
 
@@ -600,16 +599,12 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
         folded = _fold(spark, source, execute, display, uids, stage)
         small_kinds = ("unit", "term", "broker", "reassign", "decision", "outcome")
         fresh: dict[str, dict] = {uids[u.unit]: {k: [] for k in small_kinds} for u in execute}
-        first_rows = {}  # where each unit's rows start (replay/carry.py: the cut, and whether the last one holds)
-        for r in folded.filter(F.col("kind").isin(*small_kinds, "first")).select("kind", "small", "unit").collect():
-            if r[0] == "first":
-                first_rows[r[2]] = json.loads(r[1])["time"]
-            else:
-                fresh[r[2]][r[0]].append(json.loads(r[1]))
+        for r in folded.filter(F.col("kind").isin(*small_kinds)).select("kind", "small", "unit").collect():
+            fresh[r[2]][r[0]].append(json.loads(r[1]))
         for u in execute:
             uid = uids[u.unit]
             starts = [s["first_at"] for s in fresh[uid]["unit"] if s.get("first_at") is not None]
-            starts += [first_rows[uid]] if first_rows.get(uid) is not None else []
+            starts += [s["first_row_at"] for s in fresh[uid]["unit"] if s.get("first_row_at") is not None]
             manifest.units[keys[u.unit]] = {"uid": uid, "journal": u.journal, "snapshot_seq": u.snapshot_seq,
                                             "small": fresh[uid], "min_time": min(starts) if starts else None}
     live = {keys[u.unit] for u in units}
@@ -656,9 +651,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     per_table = {"partition_timeline": [cluster_rows(local_rows(cluster["timeline"], SCHEMAS["timeline"]))],
                  "elections": [cluster_rows(local_rows(cluster["elections"], SCHEMAS["election"]))]}
     if folded is not None and stage is None:
-        for name, kind, schema in (("partition_timeline", "timeline", "timeline"), ("elections", "election", "election"),
-                                   ("events", "event", "event"), ("findings", "finding", "finding")):
-            per_table.setdefault(name, []).append(unit_rows(kind, SCHEMAS[schema]))
+        for kind, name in TABLE_OF.items():
+            per_table.setdefault(name, []).append(unit_rows(kind, SCHEMAS[kind]))
     # one write per table (two appends into one directory at once would share its _temporary)
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
         for done in [pool.submit(append, functools.reduce(DataFrame.unionByName, dfs), name)

@@ -26,9 +26,8 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
     With `direct` (the tables are on a file system this task can write: `stage_files`), the big
     rows are not returned: each unit's rows of each kind are written here as one Parquet file
     into the staging directory, laid out as Spark lays out the partitioned tables, and the job
-    moves them into the tables. Every unit also yields a "first" row: the time of its first
-    timeline row (replay/carry.py). Its summary's `write_seconds` is the time spent here making
-    its rows Arrow columns (and Parquet files)."""
+    moves them into the tables. Each unit's summary gets `write_seconds`: the time spent here
+    making its rows Arrow columns (and Parquet files)."""
     import time
 
     import pyarrow as pa
@@ -53,14 +52,8 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
             return ()
         return (batch(kind, rows, uid, day),)
 
-    current, rows, first, spent = None, [], {}, {}
+    current, rows, spent = None, [], {}
     for kind, row, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
-        if kind == "timeline":
-            t = row["time"]
-            if t is not None and (uid not in first or t < first[uid][0]):
-                first[uid] = (t, day)
-        elif kind == "unit" and uid not in first:
-            first[uid] = (None, day)
         if (kind, uid, day) != current:
             if rows:
                 started = time.perf_counter()
@@ -73,8 +66,6 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
         rows.append(row)
     if rows:
         yield from flush(*current[:1], rows, *current[1:])
-    for uid, (t, day) in first.items():
-        yield batch("first", [{"time": t}], uid, day)
 
 
 def stage_files(direct: dict, kind: str, rows, uid: str, day: str | None) -> None:

@@ -19,7 +19,7 @@ its pages stay with the process when freed: a new controller's 100,000-partition
 still allocated. Fixed at 512 KB, blocks from 512 KB up are mapped and unmapped each time:
 `benchmarks/core_step.py`'s memory check 44.6 -> 33.9 MB, the price being the page faults of a
 fresh mapping for each large temporary array (a 100,000-partition broker failure's decision
-96-111 -> 127-129 ms; 10,000 partitions and an ISR change unchanged; end to end at 100,000
+96-111 -> 127-132 ms; 10,000 partitions and an ISR change unchanged; end to end at 100,000
 partitions within the runs' noise). Measured at 256 KB, 1 MB and 4 MB too (benchmarks/README.md,
 "Evening", 2026-11-28): 512 KB is the smallest that kept the decisions' targets.
 
