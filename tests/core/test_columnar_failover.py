@@ -170,3 +170,35 @@ def test_a_deleting_topics_dead_replica_leaves_the_isr_after_every_other_partiti
     assert_same(fast, slow)
     [write] = [c for c in fast[1] if type(c).__name__ == "WritePartitionStates"]
     assert [str(w.tp) for w in write.writes] == ["t2-0", "t0-0", "t1-0"]
+
+
+@st.composite
+def clusters_with_a_stranded_isr_member(draw):
+    """Healthy clusters where some partitions keep, as their only ISR member, a replica a
+    reassignment removed (the generated journals' controllers met thousands of these): leaderless,
+    or led by an assigned replica, or by an unassigned one (the ISR member itself, or a live
+    broker: then the walk's repair acts, and the start must be left to it)."""
+    topics, states, configs, alive, dying, unclean = draw(healthy_clusters())
+    outside = [b for b in BROKERS if all(b not in r for parts in topics.values() for r in parts)] or [99]
+    for key in draw(st.lists(st.sampled_from(sorted(states)), min_size=1, unique=True)):
+        li = states[key]
+        member = draw(st.sampled_from(outside + list(alive)))
+        replicas = topics[key.topic][key.partition]
+        if member in replicas:
+            member = 99
+        leader = draw(st.sampled_from([-1, replicas[0], 98] + [b for b in alive if b not in replicas]))
+        states[key] = LeaderIsr(leader, li.leader_epoch, (member,), li.controller_epoch, li.zk_version)
+    return topics, states, configs, alive, dying, unclean
+
+
+@settings(max_examples=100, deadline=None)
+@given(clusters_with_a_stranded_isr_member(), st.integers(2, 4))
+def test_an_isr_member_a_reassignment_removed_does_not_send_the_start_down_the_walk(cluster, epoch):
+    fast, slow, taken = both_ways(cluster, epoch)
+    newer = any(li.controller_epoch > epoch for li in cluster[1].values())
+    live = set(cluster[3]) - set(cluster[4])
+    repaired = any(li.isr[0] not in cluster[0][key.topic][key.partition]
+                   and (li.leader == li.isr[0] or li.leader in live - set(cluster[0][key.topic][key.partition]))
+                   for key, li in cluster[1].items())
+    assert taken == [not newer and not repaired]
+    assert_same(fast, slow)
