@@ -23,7 +23,12 @@ their text is mostly the same broker list repeated in every command and in every
   a `PartitionViews` and a write command's writes held as a `PartitionWrites`, from 512 rows
   on, become their text as a byte matrix, one row per partition (`_matrix_text`), never as
   values; a probe checks at construction that this gives the codec's text, else the codec's
-  path is taken.
+  path is taken;
+- within one release (the requests one `emit_outbox` gathered from the same columns), a
+  partition's text is made once: UpdateMetadata sends every partition and LeaderAndIsr each
+  broker's share again, and a row differs between them only in its leader and its `is_new`
+  flag, so the largest request's rows are written and the others gather theirs from them
+  (`_SharedRows`; 0.6x the digest of a whole-cluster release of the million-event journal).
 
 The broker-list cache is keyed by the identities of the `BrokerInfo` objects and holds them, so
 an id in it cannot be reused by another object while the entry lives; the objects are frozen, so
@@ -122,41 +127,177 @@ class _Request:
         return cls(command_class, brokers_field, rest, fields)
 
 
-def _views_text(views: PartitionViews, canonical: Canonical) -> str | None:
+def _views_text(views: PartitionViews, canonical: Canonical, shared: "_SharedRows | None" = None) -> str | None:
     """The codec's canonical text of a `PartitionViews` (a list of `PartitionView`s, each the
     positional list `[tp, leader, leader_epoch, [isr], controller_epoch, zk_version, [replicas]]`,
     with `[adding], [removing], is_new` after it when one of them is not its default), written
     from the columns without making the views (see `_matrix_text`). None if a partition number
-    is not exactly an int (a bool would be written `true`: the codec's path says so)."""
+    is not exactly an int (a bool would be written `true`: the codec's path says so). With
+    `shared`, each row's partition and the fields after its leader are taken from another request
+    of the same release that holds the row, if one does (see `_SharedRows`)."""
     n = len(views.tps)
     if not n:
         return "[]"
-    head = _tp_heads(views.tps, canonical)
-    if head is None:
-        return None
-    pieces = [head, b",", *_leader_isr_pieces(views), b",", _lists_matrix(views.replicas)]
-    # the rows whose last three fields are not all at their defaults carry them
-    flagged = np.zeros(n, bool)
-    if views.adding is not None:
-        flagged |= views.adding.any(axis=1) | views.removing.any(axis=1)
-    if views.is_new is not None:
-        flagged |= views.is_new.astype(bool)
+    got = shared.rows(views, canonical) if shared is not None else None
+    if got is None:
+        head = _tp_heads(views.tps, canonical)
+        if head is None:
+            return None
+        body = _body(views)
+    else:
+        head, body = got
+    pieces = [head, b",", _digits(views.leader), body]
+    # the rows whose last three fields are not all at their defaults carry them:
+    # `,[adding],[removing]` (a row's moves, also shared), then `,true` or `,false`
+    moved, moves = shared.moves(views) if got is not None else _moves(views)
+    new = views.is_new.astype(bool) if views.is_new is not None else None
+    flagged = moved | new if new is not None else moved
     rows = np.flatnonzero(flagged)
     if len(rows):
-        tails = []
-        for k in rows.tolist():
-            replicas = views.replicas[k].tolist()
-            adding = [r for r, f in zip(replicas, views.adding[k].tolist()) if f] if views.adding is not None else ()
-            removing = [r for r, f in zip(replicas, views.removing[k].tolist()) if f] \
-                if views.removing is not None else ()
-            new = views.is_new is not None and bool(views.is_new[k])
-            tails.append(f",{_ints_text(adding)},{_ints_text(removing)},{'true' if new else 'false'}".encode("ascii"))
-        tail = _texts_matrix(tails)
-        every = np.zeros((n, tail.shape[1]), np.uint8)
-        every[rows] = tail
+        tail = moves[rows]
+        if new is not None and not moved[rows].all():  # (a new replica of a partition not moving)
+            tail = _pieces_matrix(len(rows), [tail, np.zeros((len(rows), 6), np.uint8)])
+            tail[~moved[rows], :6] = np.frombuffer(b",[],[]", np.uint8)
+        flags = _FLAGS[new[rows].astype(np.intp)] if new is not None else _FLAGS[np.zeros(len(rows), np.intp)]
+        every = np.zeros((n, tail.shape[1] + flags.shape[1]), np.uint8)
+        every[rows] = np.hstack([tail, flags])
         pieces.append(every)
     pieces.append(b"]")
     return _matrix_text(n, pieces)
+
+
+_FLAGS = np.frombuffer(b",false,true\0", np.uint8).reshape(2, 6)
+"""`,false` and `,true` (NUL after it), by the flag."""
+
+
+def _moves(views: PartitionViews) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows move (a replica being added or removed) and, for those, `,[adding],[removing]`
+    as a byte-matrix row (see `_matrix_text`); zeros elsewhere."""
+    n = len(views.tps)
+    if views.adding is None:
+        return np.zeros(n, bool), np.zeros((n, 0), np.uint8)
+    moved = views.adding.any(axis=1) | views.removing.any(axis=1)
+    rows = np.flatnonzero(moved)
+    if not len(rows):
+        return moved, np.zeros((n, 0), np.uint8)
+    texts = []
+    for ids, adding, removing in zip(views.replicas[rows].tolist(), views.adding[rows].tolist(),
+                                     views.removing[rows].tolist()):
+        texts.append(f",{_ints_text([r for r, f in zip(ids, adding) if f])},"
+                     f"{_ints_text([r for r, f in zip(ids, removing) if f])}".encode("ascii"))
+    made = _texts_matrix(texts)
+    out = np.zeros((n, made.shape[1]), np.uint8)
+    out[rows] = made
+    return moved, out
+
+
+def _body(views: PartitionViews) -> np.ndarray:
+    """`,leader_epoch,[isr],controller_epoch,zk_version,[replicas]` of each row, as one byte
+    matrix (see `_matrix_text`): a view's fields after its leader."""
+    return _pieces_matrix(len(views.tps), [b",", _digits(views.leader_epoch), b",", _lists_matrix(views.isr), b",",
+                                           _digits(views.controller_epoch), b",", _digits(views.zk_version), b",",
+                                           _lists_matrix(views.replicas)])
+
+
+class _DecisionTexts(dict):
+    """The texts shared within one `digest` call: a broker request's text from its first tuple
+    field on, by (plan, ids of those fields' values); and the release's rows (`_SharedRows`),
+    made when a request first needs them."""
+
+    __slots__ = ("commands", "_shared")
+
+    def __init__(self, commands: tuple):
+        super().__init__()
+        self.commands = commands
+        self._shared: _SharedRows | None = None
+
+    def shared_rows(self) -> "_SharedRows":
+        if self._shared is None:
+            self._shared = _SharedRows(self.commands)
+        return self._shared
+
+
+class _SharedRows:
+    """The rows' texts of one decision's requests gathered by the same `ImageRows` (one release):
+    a partition's text up to its leader and after it is the same in every request that sends it
+    (the same image row, the same columns), only its leader (-2 in UpdateMetadata for a topic
+    being deleted) and its flags (`is_new` in LeaderAndIsr) differ. A whole-cluster release
+    sends every partition in UpdateMetadata and each broker's share again in LeaderAndIsr, so
+    the largest request of each release is written first and the others take their rows from it
+    (a request holding a row it lacks is written on its own). Lives for one `digest` call."""
+
+    __slots__ = ("largest", "made", "moved", "where")
+
+    def __init__(self, commands: tuple):
+        self.largest: dict[int, PartitionViews] = {}  # id(Gathering) -> its largest request's partitions
+        self.made: dict[int, tuple] = {}  # id(Gathering) -> (position of each image row or -1, heads, bodies)
+        self.moved: dict[int, tuple] = {}  # id(Gathering) -> `_moves` of its largest request
+        self.where: tuple = (None, None)  # (the last views `rows` answered, its rows' positions)
+        for c in commands:
+            views = getattr(c, "partitions", None)
+            if views.__class__ is PartitionViews and views.source is not None \
+                    and len(views.tps) >= _VIEWS_FROM_COLUMNS:
+                key = id(views.source[0])  # (the commands hold the Gathering alive for the call)
+                top = self.largest.get(key)
+                if top is None or len(views.tps) > len(top.tps):
+                    self.largest[key] = views
+
+    def rows(self, views: PartitionViews, canonical: Canonical) -> tuple[np.ndarray, np.ndarray] | None:
+        """`(heads, bodies)` of `views`' rows (`_tp_heads`, `_body`), or None: not gathered from
+        columns another request shares, or a row the largest request does not hold."""
+        source = views.source
+        if source is None:
+            return None
+        key = id(source[0])
+        top = self.largest.get(key)
+        if top is None:
+            return None
+        made = self.made.get(key)
+        if made is None:
+            heads = _tp_heads(top.tps, canonical)
+            if heads is None:
+                return None
+            at = np.full(source[0].size, -1, np.intp)
+            at[top.source[1]] = np.arange(len(top.tps))
+            made = self.made[key] = (at, heads, _body(top))
+        at, heads, bodies = made
+        if views is top:
+            self.where = (views, None)
+            return heads, bodies
+        where = at[source[1]]
+        if (where < 0).any():
+            return None
+        self.where = (views, where)
+        return heads[where], bodies[where]
+
+    def moves(self, views: PartitionViews) -> tuple[np.ndarray, np.ndarray]:
+        """`_moves(views)` for the views `rows` last answered, from its release's largest request."""
+        last, where = self.where
+        if last is not views:  # (not called so: `_views_text` asks right after `rows`)
+            return _moves(views)
+        key = id(views.source[0])
+        got = self.moved.get(key)
+        if got is None:
+            got = self.moved[key] = _moves(self.largest[key])
+        if where is None:
+            return got
+        return got[0][where], got[1][where]
+
+
+def _pieces_matrix(n: int, pieces: list) -> np.ndarray:
+    """Pieces as `_matrix_text` lays them out (bytes the same in every row, or a byte matrix
+    with a row per row), side by side in one matrix."""
+    width = sum(len(p) if p.__class__ is bytes else p.shape[1] for p in pieces)
+    out = np.empty((n, width), np.uint8)
+    at = 0
+    for p in pieces:
+        if p.__class__ is bytes:
+            out[:, at:at + len(p)] = np.frombuffer(p, np.uint8)
+            at += len(p)
+        else:
+            out[:, at:at + p.shape[1]] = p
+            at += p.shape[1]
+    return out
 
 
 def _writes_text(writes: PartitionWrites, canonical: Canonical) -> str | None:
@@ -199,18 +340,7 @@ def _matrix_text(n: int, pieces: list) -> str:
     NUL, so it never occurs in the text); dropping the NULs gives the text. Numbers become
     digits by a table or arithmetic over the whole column (`_digits`); topics, ISRs and replica
     lists are few distinct values, each written once in Python."""
-    pieces = pieces + [b","]
-    width = sum(len(p) if p.__class__ is bytes else p.shape[1] for p in pieces)
-    out = np.empty((n, width), np.uint8)
-    at = 0
-    for p in pieces:
-        if p.__class__ is bytes:
-            out[:, at:at + len(p)] = np.frombuffer(p, np.uint8)
-            at += len(p)
-        else:
-            out[:, at:at + p.shape[1]] = p
-            at += p.shape[1]
-    flat = out.ravel()
+    flat = _pieces_matrix(n, pieces + [b","]).ravel()
     return "[" + flat[flat != 0].tobytes()[:-1].decode("ascii") + "]"
 
 
@@ -323,7 +453,7 @@ class Digester:
     # -- broker requests only -------------------------------------------------------------------
 
     def _requests(self, commands: tuple) -> str:
-        rests: dict[tuple, bytes] = {}  # (plan, ids of the tuple fields' values) -> their text
+        rests = _DecisionTexts(commands)  # (plan, ids of the tuple fields' values) -> their text
         pieces = [b"["]
         append = pieces.append
         parts_of = self._request_parts
@@ -342,7 +472,7 @@ class Digester:
             h.update(piece)
         return h.hexdigest()
 
-    def _request_parts(self, c, rests: dict) -> tuple[bytes, bytes] | None:
+    def _request_parts(self, c, rests: "_DecisionTexts") -> tuple[bytes, bytes] | None:
         """A broker request's text in two pieces, its int fields' and the rest, the rest shared
         through `rests` within a decision (a release's UpdateMetadata of 10,000 partitions is the
         same 430 kB in every broker's request: encoded once, hashed from the same bytes); None
@@ -356,7 +486,7 @@ class Digester:
         key = (plan, *map(id, values))
         text = rests.get(key)
         if text is None:
-            text = rests[key] = self._rest_text(plan, c, values).encode("ascii")
+            text = rests[key] = self._rest_text(plan, c, values, rests).encode("ascii")
         heads = plan.heads
         head = heads.get(ints)  # (the same few brokers and epochs in decision after decision)
         if head is None:
@@ -365,12 +495,12 @@ class Digester:
             head = heads[ints] = (plan.head % ints).encode("ascii")
         return head, text
 
-    def _rest_text(self, plan: _Request, c, values: tuple) -> str:
+    def _rest_text(self, plan: _Request, c, values: tuple, rests: "_DecisionTexts") -> str:
         """A broker request's text from its first tuple field on (`"live_brokers":...`)."""
         fields = plan.fields
         if fields is not None:
             try:
-                return self._fields_text(plan, c, values, fields)
+                return self._fields_text(plan, c, values, fields, rests)
             except (AttributeError, TypeError):
                 pass  # a value the codec cannot encode: its own encoding says so (CodecError)
         parts = []
@@ -392,7 +522,7 @@ class Digester:
         parts.append(plan.tail)
         return "".join(parts)
 
-    def _fields_text(self, plan: _Request, c, values: tuple, fields: dict) -> str:
+    def _fields_text(self, plan: _Request, c, values: tuple, fields: dict, rests: "_DecisionTexts") -> str:
         """`_rest_text` with each field encoded on its own (the same encoding: the codec's)."""
         parts = []
         canonical = self.canonical
@@ -400,7 +530,8 @@ class Digester:
             if is_brokers:
                 text = self._brokers_text(plan, value, c)
             elif value.__class__ is PartitionViews and len(value.tps) >= _VIEWS_FROM_COLUMNS \
-                    and self.views_from_columns and (text := _views_text(value, canonical)) is not None:
+                    and self.views_from_columns \
+                    and (text := _views_text(value, canonical, rests.shared_rows())) is not None:
                 pass  # written from the columns (see _views_text)
             else:
                 v = fields[name](value)
@@ -458,7 +589,7 @@ class Digester:
 
     def _generic(self, commands: tuple) -> str:
         memo: dict = {}
-        rests: dict[tuple, bytes] = {}
+        rests = _DecisionTexts(commands)
         requests = self.requests
         encoded: list = []  # per command: its text (a broker request: two pieces), or its encoding
         for c in commands:

@@ -66,10 +66,10 @@ class PartitionViews(ColumnRows):
     not None, are masks over `replicas`' positions; `is_new`, when not None, a mask over rows."""
 
     __slots__ = ("tps", "leader", "leader_epoch", "isr", "controller_epoch", "zk_version", "replicas",
-                 "adding", "removing", "is_new", "_views")
+                 "adding", "removing", "is_new", "source", "_views")
 
     def __init__(self, tps: tuple[TopicPartition, ...], leader, leader_epoch, isr, controller_epoch, zk_version,
-                 replicas, adding=None, removing=None, is_new=None):
+                 replicas, adding=None, removing=None, is_new=None, source=None):
         self.tps = tps
         self.leader = leader
         self.leader_epoch = leader_epoch
@@ -80,6 +80,10 @@ class PartitionViews(ColumnRows):
         self.adding = adding
         self.removing = removing
         self.is_new = is_new
+        # (the `Gathering` of the `ImageRows` it was gathered by, the image row of each
+        # partition) or None: the requests of one release gathered from the same columns, which
+        # the digest writes a partition's text for once (digest._SharedRows); not part of the value
+        self.source = source
         self._views: tuple[PartitionView, ...] | None = None
 
     def views(self) -> tuple[PartitionView, ...]:
@@ -198,11 +202,22 @@ def _recalled_rows(tps, index) -> np.ndarray | None:
     return None
 
 
+class Gathering:
+    """Who gathered a `PartitionViews`: one per `ImageRows` (one release), holding only the
+    number of rows of the image it read (not the image or its columns: a request keeps it)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int):
+        self.size = size
+
+
 class ImageRows:
     """The image's columns, concatenated once for all the requests of one release."""
 
     def __init__(self, image: PartitionImage, hints: dict | None = None):
         self.image = image
+        self.gathering = Gathering(image.size)
         # id(sequence of partitions) -> their rows, as the decision that listed them knew them
         # (Draft.finish: a whole-cluster decision's requests): no lookup at all
         self.hints = hints if hints is not None else {}
@@ -290,4 +305,4 @@ class ImageRows:
                 new = None
         return PartitionViews(kept, leader, self.column("leader_epoch")[rows], self.column("isr")[rows],
                               self.column("controller_epoch")[rows], self.column("zk_version")[rows],
-                              self.column("replicas")[rows], adding, removing, new)
+                              self.column("replicas")[rows], adding, removing, new, source=(self.gathering, rows))

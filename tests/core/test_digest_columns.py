@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import digest as D
-from controller_core.partition_views import PartitionViews
+from controller_core.partition_views import Gathering, PartitionViews
 from controller_core.partition_writes import PartitionWrites
 from controller_core.values import BrokerInfo, LeaderIsr, TopicPartition
 
@@ -90,6 +90,54 @@ def test_a_large_requests_digest_written_from_its_columns_is_the_reference(few, 
         assert fresh._views is None  # written from the columns, the views never made
         assert digester.digest(commands + [timer]) == reference_other  # (the generic path)
         assert fresh._views is None
+
+
+@settings(max_examples=10, deadline=None)
+@given(columns(min_rows=1, max_rows=6), st.integers(1_100, 1_600), st.data())
+def test_a_releases_requests_share_their_rows_texts_and_keep_the_reference_digest(few, size, data):
+    """The requests of one release gathered from the same columns (one `ImageRows`): every
+    partition in UpdateMetadata (leader -2 for a topic being deleted), each broker's share in
+    LeaderAndIsr (some sent as new), one LeaderAndIsr holding a partition UpdateMetadata lacks
+    (written on its own). The digest takes rows' texts from the largest request; it must be the
+    reference, with either writer."""
+    take = np.arange(size) % len(few)
+    image = {name: None if getattr(few, name) is None else getattr(few, name)[take]
+             for name in ("leader", "leader_epoch", "isr", "controller_epoch", "zk_version", "replicas", "adding",
+                          "removing")}
+    tps = [TopicPartition(f"t{k % 7}", k) for k in range(size)]  # (distinct partitions, as an image's rows)
+    source = Gathering(size)
+
+    def views(rows, leader=None, is_new=None):
+        rows = np.asarray(rows, np.intp)
+        pick = {k: None if v is None else v[rows] for k, v in image.items()}
+        return PartitionViews(tuple(tps[k] for k in rows.tolist()), leader if leader is not None else pick["leader"],
+                              pick["leader_epoch"], pick["isr"], pick["controller_epoch"], pick["zk_version"],
+                              pick["replicas"], pick["adding"], pick["removing"], is_new, source=(source, rows))
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), "seed"))  # (large draws, made by numpy)
+    missing = int(rng.integers(size))
+    everyone = np.array([k for k in range(size) if k != missing])
+    deleting = (everyone % 7 == 3) & rng.integers(0, 2, len(everyone)).astype(bool)
+    um = views(everyone, leader=np.where(deleting, -2, image["leader"][everyone]).astype(np.int32))
+    requests = []
+    for b in (1, 2, 3):
+        share = np.sort(rng.choice(everyone, int(rng.integers(520, 900)), replace=False))
+        new = rng.integers(0, 2, len(share)).astype(bool) if rng.integers(2) else None
+        requests.append(C.SendLeaderAndIsr(broker_id=b, broker_epoch=1, controller_epoch=1,
+                                           partitions=views(share, is_new=new), live_leaders=()))
+    requests.append(C.SendLeaderAndIsr(broker_id=4, broker_epoch=1, controller_epoch=1,
+                                       partitions=views(np.r_[everyone[:600], missing]), live_leaders=()))
+    brokers = (BrokerInfo(1, "a", 1, 1), BrokerInfo(2, "b", 1, 1))
+    requests += [C.SendUpdateMetadata(broker_id=b, broker_epoch=1, controller_epoch=1, partitions=um,
+                                      live_brokers=brokers) for b in (1, 2)]
+    timer = C.ScheduleTimer(name="rebalance", delay_ms=1)
+    reference, reference_other = codec.reference_digest(requests), codec.reference_digest(requests + [timer])
+    for canonical in WRITERS:
+        digester = codec.digester(canonical)
+        for request in requests:
+            request.partitions._views = None  # (written from the columns again)
+        assert digester.digest(requests) == reference
+        assert digester.digest(requests + [timer]) == reference_other  # (the generic path)
 
 
 def test_a_partition_number_that_is_not_an_int_is_left_to_the_codec():
