@@ -20,11 +20,14 @@ here the partition is read from its row without building a `PartitionInfo`, one 
 columns are copied (`PartitionImage.with_leader_isr`), the state is copied with its new image,
 and the requests are built.
 
-It declines (returns None, having built nothing the caller sees) for anything else, which the
-draft then decides: another source (a reassignment's watch may complete the reassignment), a
-partition being reassigned, a partition listed twice, more than `FEW` partitions, a partition
-without a cached state, a partition held whole in the image's `odd` map, a value the columns do
-not hold exactly. tests/core/test_isr_change.py checks on random clusters that `step()` gives
+A reassignment's watch (`source="reassignment"`) is decided the same way without the
+UpdateMetadata, and a partition being reassigned is decided here as long as its reassignment
+does not complete (`reassignment.maybe_complete`, which runs for every listed partition: the
+ISR, after the change, still lacks a target replica). It declines (returns None, having built
+nothing the caller sees) for anything else, which the draft then decides: a reassignment that
+completes, a reassigning partition whose topic is gone, a partition listed twice, more than
+`FEW` partitions, a partition without a cached state, a partition held whole in the image's
+`odd` map, a value the columns do not hold exactly. tests/core/test_isr_change.py checks on random clusters that `step()` gives
 the same state, commands and digest with and without this path.
 """
 from __future__ import annotations
@@ -71,7 +74,10 @@ _STATE_SLOTS = tuple(ControllerState.__dict__[name].__set__ for name in _STATE_F
 def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | None:
     """`(state, commands)` of an ISR change as the drafted handler decides it, or None (see the
     module docstring)."""
-    if not ENABLED or event.source != "isr_change":
+    if not ENABLED:
+        return None
+    source = event.source
+    if source != "isr_change" and source != "reassignment":
         return None
     states = event.states
     if len(states) > FEW:
@@ -81,21 +87,31 @@ def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | Non
     changed = []
     seen = set()
     for tp, li in states:
-        if tp in seen or (reassigning and tp in reassigning):
+        if tp in seen:
             return None
         seen.add(tp)
-        if li is None:
+        moving = reassigning and tp in reassigning
+        if li is None and not moving:
             continue
         if image.odd and tp in image.odd:
             return None
         found = image.leader_isr_row(tp)
         if found is None:
+            if moving:
+                return None  # (its topic is gone: the draft stops watching it)
             continue  # (not a partition of this cluster: the draft ignores it too)
         cached = found[1]
-        if cached is None:
+        if li is None:
+            now = cached
+        elif cached is None:
             return None
-        if li.zk_version >= cached[4] and li != cached:
+        elif li.zk_version >= cached[4] and li != cached:
             changed.append((tp, li, found))
+            now = li
+        else:
+            now = cached
+        if moving and now is not None and _caught_up(now[2], found[2], found[4]):
+            return None  # the reassignment completes: the draft decides it
     if not changed:
         return state, ()
     for tp, li, (row, was, _, _, _) in changed:
@@ -104,8 +120,8 @@ def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | Non
             return None
     new_state = _with_partitions(state, image)
     brokers = state.brokers
-    if not brokers:
-        return new_state, ()
+    if not brokers or source != "isr_change":
+        return new_state, ()  # (a reassignment's watch refreshes the cache and tells no broker)
     deleting = state.topics_to_delete
     views = tuple(_new(PartitionView, (tp, LEADER_DURING_DELETE if tp.topic in deleting else li[0], li[1], li[2],
                                        li[3], li[4], replicas, adding, removing, False))
@@ -116,6 +132,12 @@ def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | Non
     # `live` holds the brokers' values in id order, as `sorted(brokers)` lists their ids
     return new_state, tuple([_update_metadata(b, info.epoch, epoch, views, live, shutting_down)
                              for b, info in zip(sorted(brokers.keys()), live)])
+
+
+def _caught_up(isr: tuple, replicas: tuple, removing: tuple) -> bool:
+    """`reassignment.is_complete`: every target replica (the assigned ones not being removed) is
+    in the ISR."""
+    return all(r in isr for r in replicas if r not in removing)
 
 
 def _with_partitions(state: ControllerState, image) -> ControllerState:

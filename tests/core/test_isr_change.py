@@ -122,3 +122,25 @@ def test_a_newer_state_reaches_every_broker_and_an_older_one_nothing():
     assert [c.broker_id for c in commands] == [1, 2, 3]
     assert all(c.partitions == commands[0].partitions and c.partitions[0].isr == shrunk.isr for c in commands)
     assert step(new, E.PartitionStatesObserved(at=AT, states=((tp("t", 0), cached),))) == (new, ())
+
+
+def test_a_reassigning_partitions_isr_change_is_decided_without_the_draft_until_it_completes():
+    """t-0 moves from (1, 2, 3) to (4, 5, 1): while 4 and 5 catch up, each ISR change (from the
+    ISR-change notification or the reassignment's own watch) only refreshes the cache, and the
+    notification's tells every broker; the change that brings the last target replica into the
+    ISR completes the reassignment, which the draft decides."""
+    move = E.ReassignmentRequested(at=AT, exists=True, partitions=((tp("t", 0), (4, 5, 1)),))
+    state, _ = elected(brokers=(1, 2, 3, 4, 5), topics={"t": [[1, 2, 3]]}, reassignment=move)
+    assert tp("t", 0) in state.reassigning
+    cached = state.partitions[tp("t", 0)].leader_isr
+    for source in ("isr_change", "reassignment"):
+        for isr, completes in (((1, 2, 3, 4), False), ((1, 2, 3, 4, 5), True)):
+            li = LeaderIsr(cached.leader, cached.leader_epoch, isr, cached.controller_epoch, cached.zk_version + 1)
+            event = E.PartitionStatesObserved(at=AT, states=((tp("t", 0), li),), source=source)
+            fast, slow, taken = both_paths(isr_change, "decide", lambda: step(state, event))
+            assert_same(fast, slow)
+            assert (taken[0] is None) == completes, (source, isr)
+            if not completes:
+                new, commands = fast
+                assert new.partitions[tp("t", 0)].leader_isr == li and tp("t", 0) in new.reassigning
+                assert len(commands) == (5 if source == "isr_change" else 0)
