@@ -26,8 +26,9 @@ Anything else (a state written by a newer controller, an ISR member that is not 
 that the walk's repair of half-done reassignments would act on, a partition the columns cannot
 hold) returns False before touching the draft, and the caller walks the partitions. (A
 leaderless partition whose last in-sync replica a reassignment removed keeps it as its only ISR
-member; the repair leaves it, and so does this path.) tests/core/test_columnar_failover.py checks on random clusters that `step()`
-gives the same state and commands with and without this path.
+member; the repair leaves it, and so does this path.) tests/core/test_columnar_failover.py
+checks on random clusters that `step()` gives the same state and commands with and without
+this path.
 """
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ ISR, after the change, still lacks a target replica). It declines (returns None,
 nothing the caller sees) for anything else, which the draft then decides: a reassignment that
 completes, a reassigning partition whose topic is gone, a partition listed twice, more than
 `FEW` partitions, a partition without a cached state, a partition held whole in the image's
-`odd` map, a value the columns do not hold exactly. tests/core/test_isr_change.py checks on random clusters that `step()` gives
-the same state, commands and digest with and without this path.
+`odd` map, a value the columns do not hold exactly. tests/core/test_isr_change.py checks on
+random clusters that `step()` gives the same state, commands and digest with and without this
+path.
 """
 from __future__ import annotations
 

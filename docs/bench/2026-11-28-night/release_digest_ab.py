@@ -1,3 +1,10 @@
+"""The digest of the large releases (requests of 4,096 partitions or more) among the
+PartitionStatesWritten decisions of sampled units of a journal: each checked against the
+definition (`codec.reference_digest`), then timed with and without the shared rows
+(`digest._SharedRows`), alternating, and profiled.
+
+    python docs/bench/2026-11-28-night/release_digest_ab.py J UNITS
+"""
 import sys, random, time
 from pathlib import Path
 from replay import local, fold as foldmod
