@@ -1,11 +1,11 @@
 """How often each columnar path declines in the replay of sampled units, and on which line."""
-import sys, random, inspect, linecache
+import sys, random, linecache
 from pathlib import Path
 from collections import Counter
 from replay import local
 from replay.plan import plan_units
 from replay.fold import UnitFold
-from controller_core import columnar_brokers, columnar_startup, columnar_online, columnar_shutdown, columnar_failover
+from controller_core import columnar_brokers, columnar_startup, columnar_online, columnar_shutdown
 J = Path(sys.argv[1]); N = int(sys.argv[2])
 seen = Counter()
 def wrap(mod, name):

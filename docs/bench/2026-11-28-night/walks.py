@@ -5,7 +5,7 @@ from collections import defaultdict
 from replay import local, fold as foldmod
 from replay.plan import plan_units
 from replay.fold import UnitFold
-from controller_core import partitions as P, replicas as R, failover as F, brokers as B, draft as Dr, reassignment as RA, deletion as DE, rebalance as RB
+from controller_core import partitions as P, replicas as R, failover as F, draft as Dr, reassignment as RA, deletion as DE, rebalance as RB
 J = Path(sys.argv[1]); N = int(sys.argv[2])
 acc = defaultdict(lambda: [0, 0.0])
 depth = [0]
