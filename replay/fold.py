@@ -74,6 +74,17 @@ def _get_many(partitions, tps: list) -> list:
     return [get(tp) for tp in tps]
 
 
+def _assignments(partitions, tps: list) -> list:
+    """`[partitions.get(tp).assignment ...]` (None for a partition it does not hold); the core's
+    partition image reads many from its replica columns without building the partitions (a
+    re-read of hundreds: about a third of the cost)."""
+    assignments_of = getattr(partitions, "assignments_of", None)
+    if assignments_of is not None and len(tps) > 8:
+        return assignments_of(tps)
+    get = partitions.get
+    return [None if info is None else info.assignment for info in map(get, tps)]
+
+
 def _li_list(li) -> list | None:
     return None if li is None else [li.leader, li.leader_epoch, list(li.isr), li.controller_epoch, li.zk_version]
 
@@ -293,14 +304,14 @@ class UnitFold:
             tps = [tp for tp, _ in states]
             # the assignment it was read under: the old state's, else the new one's (a re-read
             # of thousands of partitions is looked up a column chunk at a time)
-            olds = _get_many(old.partitions, tps)
-            news = _get_many(new.partitions, tps) if None in olds else olds
-            for (tp, li), info, info2 in zip(states, olds, news):
-                info = info or info2
-                if info is None or li is None:
+            olds = _assignments(old.partitions, tps)
+            news = _assignments(new.partitions, tps) if None in olds else olds
+            for (tp, li), ra, ra2 in zip(states, olds, news):
+                if ra is None:
+                    ra = ra2
+                if ra is None or li is None:
                     continue
-                self.timeline.append(self._row(tp, li, info.assignment, at, epoch, "observed", source, etype,
-                                               seq, seq))
+                self.timeline.append(self._row(tp, li, ra, at, epoch, "observed", source, etype, seq, seq))
         elif cls is E.ControllerElected:
             self.terms.append({"journal": self.journal, "controller_id": self.controller_id, "kind": "start",
                                "epoch": event.epoch, "time": at, "seq": seq, "reason": None,
