@@ -218,7 +218,7 @@ def _nothing_to_repair(leader: np.ndarray, isr: np.ndarray, replicas: np.ndarray
     repair writes nothing for it. Step (b) cannot change it first: it shrinks assigned dead
     replicas out of the ISR and only a leader that was one of them."""
     alone = V.row_count(isr != PAD) == 1
-    led_inside = (leader == NO_LEADER) | V.row_any(replicas == leader[:, None]) | (pstate != _ONLINE)
+    led_inside = (leader == NO_LEADER) | V.contained(leader[:, None], replicas)[:, 0] | (pstate != _ONLINE)
     return alone & (leader != isr[:, 0]) & led_inside
 
 

@@ -144,12 +144,12 @@ def _views_text(views: PartitionViews, canonical: Canonical, shared: "_SharedRow
         if head is None:
             return None
         body = _body(views)
+        moved, moves = _moves(views)
     else:
-        head, body = got
+        head, body, moved, moves = got
     pieces = [head, b",", _digits(views.leader), body]
     # the rows whose last three fields are not all at their defaults carry them:
-    # `,[adding],[removing]` (a row's moves, also shared), then `,true` or `,false`
-    moved, moves = shared.moves(views) if got is not None else _moves(views)
+    # `,[adding],[removing]` (a row's moves), then `,true` or `,false`
     new = views.is_new.astype(bool) if views.is_new is not None else None
     flagged = moved | new if new is not None else moved
     rows = np.flatnonzero(flagged)
@@ -194,9 +194,7 @@ def _moves(views: PartitionViews) -> tuple[np.ndarray, np.ndarray]:
 def _body(views: PartitionViews) -> np.ndarray:
     """`,leader_epoch,[isr],controller_epoch,zk_version,[replicas]` of each row, as one byte
     matrix (see `_matrix_text`): a view's fields after its leader."""
-    return _pieces_matrix(len(views.tps), [b",", _digits(views.leader_epoch), b",", _lists_matrix(views.isr), b",",
-                                           _digits(views.controller_epoch), b",", _digits(views.zk_version), b",",
-                                           _lists_matrix(views.replicas)])
+    return _pieces_matrix(len(views.tps), [*_after_leader_pieces(views), b",", _lists_matrix(views.replicas)])
 
 
 class _DecisionTexts(dict):
@@ -226,13 +224,13 @@ class _SharedRows:
     the largest request of each release is written first and the others take their rows from it
     (a request holding a row it lacks is written on its own). Lives for one `digest` call."""
 
-    __slots__ = ("largest", "made", "moved", "where")
+    __slots__ = ("largest", "made")
 
     def __init__(self, commands: tuple):
         self.largest: dict[int, PartitionViews] = {}  # id(Gathering) -> its largest request's partitions
-        self.made: dict[int, tuple] = {}  # id(Gathering) -> (position of each image row or -1, heads, bodies)
-        self.moved: dict[int, tuple] = {}  # id(Gathering) -> `_moves` of its largest request
-        self.where: tuple = (None, None)  # (the last views `rows` answered, its rows' positions)
+        # id(Gathering) -> (position of each image row or -1, and the largest request's heads,
+        # bodies, moved rows and moves)
+        self.made: dict[int, tuple] = {}
         for c in commands:
             views = getattr(c, "partitions", None)
             if views.__class__ is PartitionViews and views.source is not None \
@@ -242,9 +240,10 @@ class _SharedRows:
                 if top is None or len(views.tps) > len(top.tps):
                     self.largest[key] = views
 
-    def rows(self, views: PartitionViews, canonical: Canonical) -> tuple[np.ndarray, np.ndarray] | None:
-        """`(heads, bodies)` of `views`' rows (`_tp_heads`, `_body`), or None: not gathered from
-        columns another request shares, or a row the largest request does not hold."""
+    def rows(self, views: PartitionViews, canonical: Canonical) -> tuple | None:
+        """`(heads, bodies, moved, moves)` of `views`' rows (`_tp_heads`, `_body`, `_moves`), or
+        None: not gathered from columns another request shares, or a row the largest request
+        does not hold."""
         source = views.source
         if source is None:
             return None
@@ -259,29 +258,14 @@ class _SharedRows:
                 return None
             at = np.full(source[0].size, -1, np.intp)
             at[top.source[1]] = np.arange(len(top.tps))
-            made = self.made[key] = (at, heads, _body(top))
-        at, heads, bodies = made
+            made = self.made[key] = (at, heads, _body(top), *_moves(top))
+        at, *texts = made
         if views is top:
-            self.where = (views, None)
-            return heads, bodies
+            return tuple(texts)
         where = at[source[1]]
         if (where < 0).any():
             return None
-        self.where = (views, where)
-        return heads[where], bodies[where]
-
-    def moves(self, views: PartitionViews) -> tuple[np.ndarray, np.ndarray]:
-        """`_moves(views)` for the views `rows` last answered, from its release's largest request."""
-        last, where = self.where
-        if last is not views:  # (not called so: `_views_text` asks right after `rows`)
-            return _moves(views)
-        key = id(views.source[0])
-        got = self.moved.get(key)
-        if got is None:
-            got = self.moved[key] = _moves(self.largest[key])
-        if where is None:
-            return got
-        return got[0][where], got[1][where]
+        return tuple(t[where] for t in texts)
 
 
 def _pieces_matrix(n: int, pieces: list) -> np.ndarray:
@@ -317,8 +301,14 @@ def _writes_text(writes: PartitionWrites, canonical: Canonical) -> str | None:
 def _leader_isr_pieces(rows) -> list:
     """`leader,leader_epoch,[isr],controller_epoch,zk_version` of each row (see `_matrix_text`):
     the fields a `PartitionView` and a `LeaderIsr` write in the same order."""
-    return [_digits(rows.leader), b",", _digits(rows.leader_epoch), b",", _lists_matrix(rows.isr), b",",
-            _digits(rows.controller_epoch), b",", _digits(rows.zk_version)]
+    return [_digits(rows.leader), *_after_leader_pieces(rows)]
+
+
+def _after_leader_pieces(rows) -> list:
+    """`,leader_epoch,[isr],controller_epoch,zk_version` of each row: `_leader_isr_pieces`
+    after the leader, which a release's requests share (`_SharedRows`)."""
+    return [b",", _digits(rows.leader_epoch), b",", _lists_matrix(rows.isr), b",", _digits(rows.controller_epoch),
+            b",", _digits(rows.zk_version)]
 
 
 def _tp_heads(tps, canonical: Canonical) -> np.ndarray | None:

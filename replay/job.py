@@ -293,7 +293,8 @@ def _unstage(stage: str, out: str) -> None:
 
     base = Path(stage)
     for unit_dir in sorted(base.glob("*/*/*/unit=*")):
-        target = Path(out) / unit_dir.relative_to(base)  # (gone: `drop_units` kept only reused units)
+        # (no directory there: `drop_units` removed every unit this run folds again)
+        target = Path(out) / unit_dir.relative_to(base)
         target.parent.mkdir(parents=True, exist_ok=True)
         unit_dir.rename(target)
     shutil.rmtree(base, ignore_errors=True)
