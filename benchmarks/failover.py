@@ -34,7 +34,11 @@ for the UpdateMetadata of the one broker it asks.
 
 Each measured cluster run starts right after `gc.collect()` and a 0.5 s sleep (`restore()`), so
 that a collection left over from restoring the cluster does not land in it; one more run per
-scenario and mode starts without them (`unprepared_ms`): the figure a user meets. `--partitions`
+scenario and mode starts without them (`unprepared_ms`): the figure a user meets. Before the first
+mode at each size, ZooKeeper is warmed up (`floors.warm_up`: that many states written and read
+until about 100,000 of each), as a server that has been up for a while is: a fresh server's JIT
+took about 3 s of CPU over its first such writes, all of it inside the runs of whichever mode
+came first (`--no-warm-up` measures that cold server). `--partitions`
 takes a list (`1000,10000,100000`): every scenario and mode runs at each size, and a log-log
 chart (`scaling.png`) draws each mode's end-to-end median against partitions.
 
@@ -611,7 +615,8 @@ RUNNERS = {"broker-failure": run_broker_failure, "controlled-shutdown": run_cont
 
 PREPARED_NOTE = (f"each measured cluster run starts right after gc.collect() and a {PREPARE_SLEEP_S} s sleep; "
                  "'unprepared' is one more run per scenario and mode started without them (what a user meets); "
-                 "each floor's first pass warms its client up and is not reported")
+                 "each floor's first pass warms its client up and is not reported; before the first mode at each "
+                 "size, ZooKeeper's JIT is warmed up by writing and reading that many states (--no-warm-up: not)")
 
 
 def summarize(samples: list[dict], unprepared: dict | None = None) -> dict:
@@ -694,6 +699,12 @@ async def run(args, console) -> dict:
                       console=console, transient=True) as progress:
             for partitions in sizes:
                 by_size = results["by_partitions"][str(partitions)] = {"scenarios": {}}
+                if not args.no_warm_up:
+                    warm = await floors.warm_up(connect, partitions)
+                    results["environment"].setdefault("zookeeper_warm_up", {})[str(partitions)] = warm
+                    console.print(f"  {partitions:>7,} ZooKeeper warmed up: {warm['passes']} passes of {partitions:,} "
+                                  f"writes and reads in {warm['seconds']:.1f} s (a write pass {warm['first_write_ms']:.0f}"
+                                  f" ms at first, {warm['last_write_ms']:.0f} ms at last)")
                 for scenario in args.scenarios:
                     by_size["scenarios"][scenario] = {}
                     reads = scenario == "controller-failover"
@@ -1140,6 +1151,9 @@ def add_command(sub, usage_error) -> None:
                    help="run `sequential` only at sizes up to this many partitions (default 20000)")
     f.add_argument("--no-unprepared", action="store_true",
                    help="skip the extra run per scenario and mode that starts without gc.collect() and a sleep")
+    f.add_argument("--no-warm-up", action="store_true",
+                   help="measure on a cold ZooKeeper: skip the writes and reads that warm its JIT up before the "
+                        "first mode at each size (the first mode measured then pays for the compilation)")
     f.add_argument("--keep", action="store_true", help="keep the journals and node logs of the run")
     f.add_argument("--client-poll-ms", type=float, default=client_visible.DEFAULT_INTERVAL_MS,
                    help="the stock client's pause between metadata polls, for the client-visible end of the "

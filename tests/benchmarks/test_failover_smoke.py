@@ -67,6 +67,11 @@ def test_bench_failover_smoke(smoke):
                 assert acks and min(abs(r["end_ms"] - end["end_ms"]) for r in acks) < 0.01
                 assert all(r["start_ms"] <= r["end_ms"] for r in timeline)
     assert result["environment"]["cpu_count"] >= 1 and result["environment"]["python"]
+    # ZooKeeper was warmed up before the first mode (at 300 partitions: the pass cap, 50 passes)
+    warm = result["environment"]["zookeeper_warm_up"]["300"]
+    assert warm["passes"] == 50 and warm["ops_each"] == 50 * 300
+    assert warm["first_write_ms"] > 0 and warm["last_write_ms"] > 0 and warm["seconds"] > 0
+    assert "warmed up" in result["note"]
     assert "gc.collect()" in result["note"]
     assert (out / "failover.png").stat().st_size > 1000
     assert (out / "timeline.png").stat().st_size > 1000
@@ -100,9 +105,11 @@ def test_bench_controlled_shutdown_restarts_its_victim_between_runs(tmp_path, zk
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # `import confluent_kafka` fails
     out = tmp_path / "bench"
     code = main(["bench", "failover", "--partitions", "100", "--runs", "2", "--out", str(out), "--no-unprepared",
-                 "--scenarios", "controlled-shutdown", "--modes", "batched", "--zookeeper", zk_server.connect_string])
+                 "--no-warm-up", "--scenarios", "controlled-shutdown", "--modes", "batched",
+                 "--zookeeper", zk_server.connect_string])
     assert code == 0
     result = json.loads((out / "result.json").read_text())
+    assert "zookeeper_warm_up" not in result["environment"]  # (--no-warm-up)
     s = result["scenarios"]["controlled-shutdown"]["batched"]
     assert s["runs"] == 2 and all(ms > 0 for ms in s["samples_ms"])
     assert "confluent-kafka is not installed" in result["absent"]["client-visible"]
