@@ -125,8 +125,12 @@ def _on_topic_deletion(d: Draft, topics: list[str]) -> None:
 def _complete(d: Draft, topic: str) -> None:
     """Kafka's completeDeleteTopic: forget the topic and remove its znodes."""
     tps = d.partitions_of(topic)
-    done = [(tp, r) for tp, r, s in _replica_states(d, topic) if s is RS.DELETION_SUCCESSFUL]
-    R.move(d, done, RS.NON_EXISTENT)
+    # every replica DeletionSuccessful -> NonExistent (a legal move that writes and sends nothing):
+    # recorded without building each partition's value once per replica, as `R.move` would, since
+    # the partitions are dropped right after
+    for tp, r, s in _replica_states(d, topic):
+        if s is RS.DELETION_SUCCESSFUL:
+            d.record(s, RS.NON_EXISTENT, tp, r)
     for tp in tps:
         d.drop(tp)
     stale = sorted(tp for tp in d.reassigning if tp.topic == topic)

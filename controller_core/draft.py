@@ -274,10 +274,20 @@ class Draft:
         as one set: the partitions this step changed or read from their values, the others
         from the image's columns in bulk (`PartitionImage.replica_state_sets`)."""
         delta, read = self._delta, self._read
+        if not delta and not read:
+            return self._image.replica_state_sets(groups)
+        # (topic deletion asks for every queued topic on every StopReplica answer, when the step
+        # has touched a few partitions: a group none of them is in goes to the image as it is,
+        # the membership test done in C rather than two lookups a partition here)
+        touched = delta.keys() | read.keys()
         found: list[set[ReplicaState]] = []
-        plain: list[list[TopicPartition]] = []
+        plain: list[Sequence[TopicPartition]] = []
         for members in groups:
             mine: set[ReplicaState] = set()
+            if touched.isdisjoint(members):
+                found.append(mine)
+                plain.append(members)
+                continue
             rest = []
             for tp in members:
                 info = delta.get(tp, _ABSENT)
@@ -307,7 +317,7 @@ class Draft:
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         info = self.topics.get(topic)
-        return [TopicPartition(topic, p) for p in range(info.partition_count)] if info else []
+        return [_new(TopicPartition, (topic, p)) for p in range(info.partition_count)] if info else []
 
     def unclean_allowed(self, topic: str) -> bool:
         value = config_value(self.topic_configs.get(topic), "unclean.leader.election.enable")
