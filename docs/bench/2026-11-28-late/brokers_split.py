@@ -6,7 +6,7 @@ from replay import local
 from replay.plan import plan_units
 from replay.fold import UnitFold
 from controller_core import brokers as B, columnar_startup, columnar_online, columnar_brokers, reassignment, deletion, draft as DR
-from controller_core import partitions as P, replicas as R
+from controller_core import partitions as P
 J = Path(sys.argv[1]); N = int(sys.argv[2])
 tm = Counter(); n = Counter(); ret = Counter()
 def timed(name, mod, attr):

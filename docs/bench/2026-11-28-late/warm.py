@@ -1,5 +1,5 @@
 """How many floor passes until the embedded ZooKeeper's JIT settles: per pass, wall ms, ZK CPU, JIT threads' CPU."""
-import asyncio, sys, os, tempfile, time
+import asyncio, sys, os, tempfile
 from pathlib import Path
 from adapters.zookeeper.server import EmbeddedZooKeeper
 from benchmarks import floors
