@@ -43,3 +43,19 @@ def test_deleting_an_unknown_topic_removes_the_request():
     state, commands = step(given, E.TopicDeletionsRequested(at=AT, topics=frozenset({"nope"})))
     assert C.DeleteTopicDeletionRequests(topics=("nope",)) in commands
     assert state.topics == given.topics
+
+
+def test_completing_a_deletion_logs_every_replica_leaving_deletion_successful():
+    """Kafka's completeDeleteTopic moves each replica DeletionSuccessful -> NonExistent before
+    forgetting the topic: the state-change log of the completing step says so for each one
+    (recorded without building each partition's value per replica)."""
+    given = elected(topics={"t": [[1, 2], [2, 3]], "keep": [[1]]}, brokers=(1, 2, 3))[0]
+    state, commands = run(given, E.TopicDeletionsRequested(at=AT, topics=frozenset({"t"})))
+    logs = []
+    for event in stop_replica_done(commands):
+        state, more = run(state, event)
+        logs += [e for c in of_type(more, C.LogStateChanges) for e in c.entries]
+    assert "t" not in state.topics
+    moved = {(p, e.replica) for e in logs if (e.from_state, e.to_state, e.ok) == (
+        RS.DELETION_SUCCESSFUL.value, RS.NON_EXISTENT.value, True) for p in e.partitions}
+    assert moved == {(tp("t", 0), 1), (tp("t", 0), 2), (tp("t", 1), 2), (tp("t", 1), 3)}

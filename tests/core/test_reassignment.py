@@ -112,3 +112,16 @@ def test_a_broker_known_only_by_the_replicas_it_holds_is_a_valid_target():
     assert not of_type(commands, C.RejectRequest)
     _, commands = step(given, reassign(("t", 0, [8, 1])))
     assert "unknown broker(s) [8]" in of_type(commands, C.RejectRequest)[0].reason
+
+
+def test_a_topic_assignment_rewrite_lists_every_partition_with_its_own_assignment():
+    """The topic znode is rewritten whole when one of its partitions is reassigned: every
+    partition with its assignment as it stands, in partition order (the written assignments
+    are read from the image's replica columns, not from each partition's value)."""
+    given = elected(brokers=(1, 2, 3, 4), topics={"t": [[1, 2, 3], [2, 3, 4], [3, 4, 1], [4, 1, 2]]})[0]
+    state, commands = run(given, reassign(("t", 2, [1, 2, 4])))
+    (written,) = [c for c in of_type(commands, C.WriteTopicAssignment) if c.topic == "t"]
+    assert [p for p, _ in written.partitions] == [0, 1, 2, 3]
+    assert written.partitions == tuple((p, state.partitions[tp("t", p)].assignment) for p in range(4))
+    assert written.partitions[2][1] == ReplicaAssignment((1, 2, 4, 3), (2,), (3,))  # RS = RAR + OAR, AR, RR
+    assert written.partitions[0][1] == ReplicaAssignment((1, 2, 3))
