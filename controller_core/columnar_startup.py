@@ -6,8 +6,8 @@ LeaderAndIsr for it (Kafka's ZkReplicaStateMachine: Offline -> Online). The rule
 `replicas.move(d, replicas_on(d, new), ONLINE)`, which stays the specification. When a broker
 hosting 100,000 replicas comes back, that walk builds one `PartitionInfo` per partition twice
 and costs seconds; here the same decision is a mask over the replica matrix, the request batch
-and state-change log filled per broker in the rule's order (sorted partitions, then replica),
-and one column write.
+and state-change log filled per broker in the rule's order (sorted partitions, then replica)
+from the (partition, replica) pairs as vectors, and one column write.
 
 A New replica (one a reassignment added while its broker was down) goes Online and is sent
 nothing, as the rule's New -> Online does; the rule's repair of an assignment missing the
@@ -20,13 +20,13 @@ tests/core/test_columnar_startup.py checks `step()` gives the same state and com
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Collection
 
 import numpy as np
 
 from . import vector_election as V
-from .columns import R_CODE, REPLICA_STATES, _cut
+from .columnar_brokers import _in_partition_order
+from .columns import R_CODE, REPLICA_STATES
 from .draft import Draft
 from .machines import REPLICA_VALID_PREVIOUS, ReplicaState
 
@@ -36,6 +36,14 @@ ENABLED = True
 _ONLINE = ReplicaState.ONLINE
 _R_ONLINE, _R_NEW = R_CODE[_ONLINE], R_CODE[ReplicaState.NEW]
 _ONLINE_FROM = np.array(sorted(R_CODE[s] for s in REPLICA_VALID_PREVIOUS[_ONLINE]), np.int8)
+_OK = np.zeros(len(REPLICA_STATES), bool)  # replica state code -> may it go Online
+_OK[_ONLINE_FROM] = True
+
+
+def _first_seen(values: np.ndarray) -> list[int]:
+    """The distinct values, in the order of their first occurrence."""
+    distinct, first = np.unique(values, return_index=True)
+    return distinct[np.argsort(first, kind="stable")].tolist()
 
 
 def replicas_online(d: Draft, new: Collection[int]) -> list | None:
@@ -56,36 +64,35 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     if not len(rows):
         return []
     rstate = image.column("rstate")
-    code_ok = dict.fromkeys(range(len(REPLICA_STATES)), False) | dict.fromkeys(_ONLINE_FROM.tolist(), True)
 
-    # the rule's order: (partition, replica) pairs sorted
-    tps = image.tps(rows)
-    order = sorted(range(len(tps)), key=tps.__getitem__)
-    tps = [tps[k] for k in order]
-    rows = rows[np.array(order, np.intp)]
-    has = image.column("has_state")[rows].tolist()
-    lai_lists: defaultdict[int, list] = defaultdict(list)
-    told: list = []  # the partitions sent a LeaderAndIsr (and so an UpdateMetadata), in order
-    log: dict[tuple, list] = {}  # (state code, replica, legal) -> partitions, in the walk's order
-    plans: dict[tuple, tuple] = {}
-    for tp, row, codes, with_state in zip(tps, replicas[rows].tolist(), rstate[rows].tolist(), has):
-        key = (tuple(row), tuple(codes))
-        plan = plans.get(key)
-        if plan is None:
-            plan = plans[key] = tuple(sorted((r, codes[j], code_ok[codes[j]])
-                                             for j, r in enumerate(_cut(row)) if r in new))
-        sent = False
-        for r, code, ok in plan:
-            if ok and with_state and code != _R_NEW:  # (New -> Online sends nothing)
-                lai_lists[r].append(tp)
-                sent = True
-            group = log.get((code, r, ok))
-            if group is None:
-                log[(code, r, ok)] = [tp]
-            else:
-                group.append(tp)
-        if sent:
-            told.append(tp)
+    # the rule's order: (partition, replica) pairs sorted (no sort when the image lays its
+    # rows out in partition order, as after a load)
+    tps, rows = _in_partition_order(image, rows)
+    has = image.column("has_state")[rows]
+    # every (partition, new replica) pair as three vectors, in the rule's order: partitions
+    # sorted, then replicas ascending within each (one Python step per group below, not per pair)
+    at, col = np.nonzero(on[rows])
+    brokers = replicas[rows][at, col]
+    codes = rstate[rows][at, col]
+    walk = np.lexsort((brokers, at))
+    at, brokers, codes = at[walk], brokers[walk], codes[walk]
+    ok = _OK[codes]
+    send = ok & has[at] & (codes != _R_NEW)  # (New -> Online sends nothing)
+    lai_lists: dict[int, list] = {}  # broker -> partitions sent a LeaderAndIsr, first seen first
+    for b in _first_seen(brokers[send]):
+        lai_lists[b] = [tps[i] for i in at[send & (brokers == b)].tolist()]
+    sent_at = at[send]  # (ascending: the pairs are in partition order)
+    if len(sent_at):
+        sent_at = sent_at[np.concatenate(([True], sent_at[1:] != sent_at[:-1]))]
+    told = [tps[i] for i in sent_at.tolist()]  # (and so an UpdateMetadata), in order
+    # (state code, replica, legal) -> partitions, the groups in the order the walk meets them
+    log: dict[tuple, list] = {}
+    keys = codes.astype(np.int64) * (int(brokers.max(initial=0)) + 1) + brokers
+    for k in _first_seen(keys):
+        where = keys == k
+        first = int(np.argmax(where))
+        code, r = int(codes[first]), int(brokers[first])
+        log[(code, r, bool(ok[first]))] = [tps[i] for i in at[where].tolist()]
 
     d.add_leader_and_isr(lai_lists, distinct=True)  # (each partition once per replica)
     if lai_lists:
