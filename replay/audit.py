@@ -386,6 +386,10 @@ class PartitionWalk:
         self.pending = tuple(m["pending"]) if m.get("pending") else None  # the offline interval still growing
         self.waiting: list[int] = list(m.get("waiting", ()))  # failures that took the leader, not recovered yet
         self.offline_ms, self.offline_count = m.get("ms", 0), m.get("count", 0)
+        # the epoch of the controller that deleted the partition, while it stays deleted: a row
+        # from an older (fenced) controller after that (a version conflict it read of a znode
+        # about to go) does not bring the partition back; a row from a newer one is a new topic
+        self.deleted_epoch = m.get("deleted_epoch")
         cut = state["cut"] if state else None
         self.next_failure = 0 if cut is None else bisect.bisect_left(failures.times, cut)
         self.intervals: list[tuple[int, int, bool]] = []  # (start, end, final)
@@ -411,7 +415,16 @@ class PartitionWalk:
         for r in sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["zk_version"])):
             if self._final and r["time"] >= cut:
                 self._snapshot(cut, rules_state)
-            leader = -2 if r["kind"] == "deleted" else r["leader"]
+            epoch = r.get("epoch")
+            if r["kind"] == "deleted":
+                leader = -2
+                self.deleted_epoch = epoch
+            else:
+                if self.deleted_epoch is not None:
+                    if epoch is not None and epoch < self.deleted_epoch:
+                        continue  # a fenced controller's row about a partition already deleted
+                    self.deleted_epoch = None
+                leader = r["leader"]
             if self.last is not None and self.last[1] == leader:
                 continue
             self._change(r["time"], leader)
@@ -466,7 +479,8 @@ class PartitionWalk:
         self._assign(cut)
         self.state = {"cut": cut, "rules": rules_state,
                       "measure": {"last": self.last, "pending": self.pending, "waiting": list(self.waiting),
-                                  "ms": self.offline_ms, "count": self.offline_count}}
+                                  "ms": self.offline_ms, "count": self.offline_count,
+                                  "deleted_epoch": self.deleted_epoch}}
         self._final = False
 
     def finish(self, end_time: int) -> "PartitionWalk":

@@ -67,7 +67,7 @@ TABLE_OF = dict(zip(BIG, PARTITIONED))  # the fold's big row sets (replay/tasks.
 STAGING = "_staging"  # under --out: the fold tasks' own Parquet files until step 4 moves them in
 
 WALKED = ("topic", "partition", "time", "kind", "zk_version", "leader", "seq", "journal", "leader_epoch", "isr",
-          "controller_epoch", "replicas", "file", "line")
+          "controller_epoch", "replicas", "file", "line", "epoch")
 """The timeline columns the executors' walk of each partition reads (`audit.PartitionWalk`: the
 rules, and the offline time, recoveries and leaders per broker): the adding and removing
 replicas, the controller, the change and its cause (a third of the data) are not shipped."""

@@ -29,6 +29,7 @@ def timeline(rng: random.Random, n: int) -> list[dict]:
                      "topic": "t", "partition": 0, "kind": kind, "seq": k,
                      "leader": rng.choice([-1, -1] + isr + [rng.randint(1, 5)]), "leader_epoch": rng.randint(0, 8),
                      "isr": isr, "controller_epoch": rng.randint(1, 4), "zk_version": version,
+                     "epoch": rng.randint(1, 4),  # (the recording controller's: a fenced one's row after a deletion)
                      "replicas": rng.choice([assignment, assignment, []]), "file": "f", "line": k + 1})
     return rows
 
@@ -174,3 +175,29 @@ def test_the_walk_reads_only_the_columns_the_job_gives_it():
     assert min(seen.values()) > 0, seen  # offline spans, recoveries and leader changes were measured
     assert rules == {"version-conflict", "isr-empty", "leader-not-in-isr", "isr-outside-assignment", "leader-epoch",
                      "stale-controller-write"}
+
+
+def test_a_fenced_controllers_row_after_a_deletion_does_not_bring_the_partition_back():
+    """The soak of 2026-11-28 (seed 5): the controller of epoch 10 deleted the topic; 54 ms later
+    the fenced controller of epoch 9 recorded a version conflict it had read (leader -1), and the
+    partition counted as offline from then to the end of the history. A row from an older
+    controller after the deletion is ignored; one from a newer controller is a new topic."""
+    down, failures = audit.DownIndex([]), audit.FailureIndex([])
+
+    def row(t, kind, leader, epoch, seq):
+        return {"time": t, "journal": "node-1", "topic": "t", "partition": 0, "kind": kind, "seq": seq,
+                "leader": leader, "leader_epoch": 1, "isr": [1] if leader >= 0 else [1], "controller_epoch": epoch,
+                "zk_version": seq, "replicas": [1], "file": "f", "line": seq + 1, "epoch": epoch}
+
+    rows = [row(100, "write", 1, 10, 0), row(200, "deleted", -1, 10, 1), row(210, "conflict", -1, 9, 2)]
+    w = audit.PartitionWalk(down, failures).walk(rows).finish(10_000)
+    assert w.offline_ms == 0 and w.offline_count == 0
+    # the same topic created again by a newer controller, leaderless for 50 ms: counted
+    again = rows + [row(300, "write", -1, 11, 3), row(350, "write", 1, 11, 4)]
+    w = audit.PartitionWalk(down, failures).walk(again).finish(10_000)
+    assert (w.offline_ms, w.offline_count) == (50, 1)
+    # resumed from a cut between the deletion and the fenced row: the same
+    first = audit.PartitionWalk(down, failures).walk(rows[:2], cut=205)
+    w = audit.PartitionWalk(down, failures, state=first.state).walk(rows[2:]).finish(10_000)
+    assert w.offline_ms == 0 and w.offline_count == 0
+
