@@ -181,13 +181,9 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
 
 
 def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
-    """The partitions of `rows` (ascending) and their rows, sorted by partition: as they are
-    when the image lays its rows out in partition order (`in_order`), else sorted here."""
-    tps = image.tps(rows)
-    if image.in_order or not len(rows):
-        return tps, rows
-    order = sorted(range(len(tps)), key=tps.__getitem__)
-    return [tps[k] for k in order], rows[np.array(order, np.intp)]
+    """The partitions of `rows` (ascending) and their rows, sorted by partition."""
+    tps, order = image.tps_sorted(rows)
+    return tps, rows if order is None else rows[order]
 
 
 def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, t_tps: list, t_rows: np.ndarray,

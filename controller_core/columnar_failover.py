@@ -84,10 +84,8 @@ def start_machines(d: Draft) -> bool:
     if (dead_at & ~V.one_of(image.column("rstate")[rows], R_OFFLINE_FROM)).any():
         return False
 
-    tps = image.tps(rows)
-    if not image.in_order:  # rows in partition order: no sort
-        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
-        tps = [tps[k] for k in order.tolist()]
+    tps, order = image.tps_sorted(rows)
+    if order is not None:
         rows, pstate, has, replicas, isr, dead_at, kept = (rows[order], pstate[order], has[order], replicas[order],
                                                           isr[order], dead_at[order], kept[order])
     n = len(rows)

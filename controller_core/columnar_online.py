@@ -63,10 +63,8 @@ def elect_waiting(d: Draft) -> bool:
     fresh_at = pstate == _NEW
     if (~fresh_at & ~has).any() or (~fresh_at & (image.column("controller_epoch")[rows] > epoch)).any():
         return False  # refused one by one, each with its own reason: the rule
-    tps = image.tps(rows)
-    if not image.in_order:
-        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
-        tps = [tps[k] for k in order.tolist()]
+    tps, order = image.tps_sorted(rows)
+    if order is not None:
         rows, fresh_at, has = rows[order], fresh_at[order], has[order]
     live = d.live
     replicas = image.column("replicas")[rows]

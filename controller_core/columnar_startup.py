@@ -25,7 +25,6 @@ from typing import Collection
 import numpy as np
 
 from . import vector_election as V
-from .columnar_brokers import _in_partition_order
 from .columns import R_CODE, REPLICA_STATES
 from .draft import Draft
 from .machines import REPLICA_VALID_PREVIOUS, ReplicaState
@@ -67,7 +66,9 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
 
     # the rule's order: (partition, replica) pairs sorted (no sort when the image lays its
     # rows out in partition order, as after a load)
-    tps, rows = _in_partition_order(image, rows)
+    tps, order = image.tps_sorted(rows)
+    if order is not None:
+        rows = rows[order]
     has = image.column("has_state")[rows]
     # every (partition, new replica) pair as three vectors, in the rule's order: partitions
     # sorted, then replicas ascending within each (one Python step per group below, not per pair)

@@ -1048,6 +1048,17 @@ class PartitionImage:
             return list(chain.from_iterable(tc))  # every row, in order (a whole-cluster decision)
         return [tc[r >> _SHIFT][r & _MASK] for r in rows.tolist()]
 
+    def tps_sorted(self, rows: np.ndarray) -> tuple[list[TopicPartition], np.ndarray | None]:
+        """The partitions of row ids `rows` (ascending) in partition order, and the permutation
+        of `rows` that puts them there (None: they already are, as when the image lays its rows
+        out in partition order, `in_order`). The whole-cluster decisions act in the rule's
+        order: partitions sorted."""
+        tps = self.tps(rows)
+        if self.in_order or not len(rows):
+            return tps, None
+        order = np.array(sorted(range(len(tps)), key=tps.__getitem__), np.intp)
+        return [tps[k] for k in order.tolist()], order
+
     def row(self, tp: TopicPartition) -> int | None:
         return self.index.get(tp)
 
