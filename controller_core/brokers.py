@@ -6,7 +6,8 @@ from . import columnar_brokers, columnar_online, columnar_startup, deletion
 from . import partitions as P
 from . import reassignment
 from . import replicas as R
-from .draft import ALL, Draft
+from .draft import Draft
+from .request_batch import ALL
 from .machines import PartitionState, ReplicaState
 from .values import BrokerInfo
 
@@ -38,7 +39,7 @@ def on_brokers_changed(d: Draft, listing: tuple[BrokerInfo, ...]) -> None:
         on_broker_failure(d, frozenset(dead))
     if modified:
         _add(d, [current[b] for b in modified])
-        d.send_update_metadata_to_all(ALL)
+        d.requests.send_update_metadata_to_all(ALL)
 
 
 def _add(d: Draft, infos: list[BrokerInfo]) -> None:
@@ -58,7 +59,7 @@ def _remove(d: Draft, ids: list[int]) -> None:
 
 def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
     # existing brokers learn about the new ones, new ones learn everything
-    d.send_update_metadata_to_all(ALL)
+    d.requests.send_update_metadata_to_all(ALL)
     moved = columnar_startup.replicas_online(d, new)  # the same transitions over the columns
     if moved is None:  # (not the common case: the rule)
         on_replicas = R.replicas_on(d, new)
@@ -112,4 +113,4 @@ def on_broker_failure(d: Draft, dead: frozenset[int]) -> None:
         for_deletion.sort()
         deletion.fail_replica_deletion(d, for_deletion)
     if not leaderless:
-        d.send_update_metadata_to_all(ALL)
+        d.requests.send_update_metadata_to_all(ALL)

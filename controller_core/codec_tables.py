@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from . import columns as _columns
 from . import commands as _commands
-from . import draft as _draft
+from . import request_batch as _batch
 from . import events as _events
 from .machines import ReplicaState
 from .state import ControllerState, PartitionInfo, TopicInfo
@@ -34,8 +34,8 @@ _MAP_FIELDS: dict[tuple[type, str], tuple[Any, Any]] = {
     (ControllerState, "topics"): (str, TopicInfo),
     (ControllerState, "topic_configs"): (str, tuple[tuple[str, str], ...]),
     (ControllerState, "partitions"): (TopicPartition, PartitionInfo),
-    (ControllerState, "pending"): (int, _draft.Outbox),
-    (_draft.Outbox, "intents"): (TopicPartition, tuple[tuple[str | int, ...], ...]),
+    (ControllerState, "pending"): (int, _batch.Outbox),
+    (_batch.Outbox, "intents"): (TopicPartition, tuple[tuple[str | int, ...], ...]),
 }
 """Key and value types of the persistent-map fields, whose hints say only `PMap`."""
 

@@ -36,7 +36,8 @@ from . import deletion
 from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
-from .draft import ALL, Draft
+from .draft import Draft
+from .request_batch import ALL
 from .partition_batch import PartitionBatch, by_broker, by_state_and_broker, picker
 from .machines import PartitionState, ReplicaState
 
@@ -127,11 +128,11 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     offline_log = _batch(d, live, e_tps, e_rows, replicas[e_rows], t_tps, t_rows, replicas[t_rows],
                          dead_replica[t_rows], rstate[t_rows], is_elected[t_rows])
     if e_tps or t_tps:
-        d.um_everyone = True
-        if not d.um_all:
+        d.requests.um_everyone = True
+        if not d.requests.um_all:
             # the elected partitions, then the touched ones not elected: distinct, no hashing
             told = ~is_elected[t_rows]
-            d.um_tps.extend(e_tps + list(compress(t_tps, told.tolist())), distinct=True,
+            d.requests.um_tps.extend(e_tps + list(compress(t_tps, told.tolist())), distinct=True,
                             rows=np.concatenate((e_rows, t_rows[told])))
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
     if len(refused_rows) or unclean.any() or (pstate[elect_rows] != _ONLINE).any():
@@ -176,7 +177,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
                 (tp, r) for tp, row in zip(image.tps(d_rows), replicas[d_rows].tolist()) for r in _cut(row)
                 if r in dead))
     if not len(tried_rows):
-        d.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader to elect
+        d.requests.send_update_metadata_to_all(ALL)  # as brokers.on_broker_failure: no leader to elect
     return True
 
 
@@ -200,7 +201,7 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     Python step per partition. Returns the log's groups, `(replica state code, broker,
     partitions)`, for the caller to record after the elections' lines, as the walk does."""
     m = len(t_reps)
-    lai = d.lai
+    lai = d.requests.lai
     # the walk's dead replicas of each touched row, by broker id, with their replica states
     reps64 = t_reps.astype(np.int64)
     per_row = V.row_count(t_dead)
@@ -244,7 +245,7 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
     if not n_dead:
         return []
     # StopReplica to each dead replica, and its log line, in the walk's order
-    stop = d.stop
+    stop = d.requests.stop
     for r, rows in by_broker(dead_ids[:, :n_dead], dead_sorted[:, :n_dead]):
         per = stop.get((r, False))
         if per is None:

@@ -57,7 +57,7 @@ _INIT = ("init",)
 def start_machines(d: Draft) -> bool:
     """Steps 2 and 3 of `on_elected` over the columns if the cluster allows it (see the module
     docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.has_writes or d.log or d.lai or d.stop:
+    if not ENABLED or d.has_writes or d.log or d.requests.lai or d.requests.stop:
         return False
     image = d.partitions
     if image.odd or not image.count:
@@ -146,7 +146,7 @@ def start_machines(d: Draft) -> bool:
     else:
         stops, offline_log, lai_extra = _dead_replicas_walked(tps, dead_rows, replicas, rstate, has, live)
     stateless = pick(dead_rows[~has[dead_rows]])  # partitions without a state that lose a replica: UpdateMetadata of each
-    lai = d.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
+    lai = d.requests.lai  # (empty: checked above) each broker's batch is distinct rows, filled whole
     for b, hit in firsts:
         lai[b] = PartitionBatch()
         lai[b].extend(pick(hit), distinct=True, rows=rows[hit])
@@ -155,10 +155,10 @@ def start_machines(d: Draft) -> bool:
         lai[b].extend(sent)  # (a partition with two other dead replicas lists b twice)
     told = tps if has.all() else list(compress(tps, has.tolist()))
     if told or stateless or len(inited):
-        d.um_everyone = True  # as Draft.send_leader_and_isr: UpdateMetadata of each to everyone
-    if not d.um_all:
-        d.um_tps.extend(told, distinct=True, rows=rows if told is tps else rows[has])
-        d.um_tps.extend(stateless, distinct=True)
+        d.requests.um_everyone = True  # as RequestBatch.send_leader_and_isr: UpdateMetadata of each to everyone
+    if not d.requests.um_all:
+        d.requests.um_tps.extend(told, distinct=True, rows=rows if told is tps else rows[has])
+        d.requests.um_tps.extend(stateless, distinct=True)
     # (c)'s initialized partitions: LeaderAndIsr (new replicas) to their live replicas
     for k, row in zip(inited.tolist(), isr[inited].tolist()):
         tp = tps[k]
@@ -167,10 +167,10 @@ def start_machines(d: Draft) -> bool:
             if per is None:
                 per = lai[b] = PartitionBatch()
             per.add(tp, True)
-        if not d.um_all:
-            d.um_tps.add(tp)
+        if not d.requests.um_all:
+            d.requests.um_tps.add(tp)
     for r, sent in stops.items():
-        d.stop[(r, False)] = batch = PartitionBatch()  # (the draft stops nothing yet: checked above)
+        d.requests.stop[(r, False)] = batch = PartitionBatch()  # (the draft stops nothing yet: checked above)
         batch.extend(sent, distinct=True)  # (one entry a partition and dead replica)
     target = ReplicaState.OFFLINE
     for (code, r), logged in offline_log.items():

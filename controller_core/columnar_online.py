@@ -126,7 +126,7 @@ def elect_waiting(d: Draft) -> bool:
     written = d.write_rows(w_tps, w_rows, leader[won], leader_epoch[won], isr[won], expected)
     # LeaderAndIsr to each elected partition's live replicas (send_leader_and_isr, partition by
     # partition): a broker's batch is made where the walk first meets it
-    lai = d.lai
+    lai = d.requests.lai
     for b, hit in by_broker(replicas[won], live_at[won]):
         per = lai.get(b)
         if per is None:
@@ -138,9 +138,9 @@ def elect_waiting(d: Draft) -> bool:
         else:
             for tp, new in zip(sent, fresh.tolist()):
                 per.add(tp, new)
-    d.um_everyone = True
-    if not d.um_all:
-        d.um_tps.extend(w_tps, distinct=True, rows=w_rows)
+    d.requests.um_everyone = True
+    if not d.requests.um_all:
+        d.requests.um_tps.extend(w_tps, distinct=True, rows=w_rows)
     d.replace_image(image.with_columns(
         (w_rows, written),
         (w_rows, {"pstate": np.full(len(w_rows), _ONLINE, np.int8), "has_state": np.ones(len(w_rows), bool)}),

@@ -55,7 +55,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     """Move leadership and the broker's follower replicas away (`broker_id` is already in the
     draft's shutting-down set) if it is the common case (see the module docstring); False, with
     the draft untouched, if not."""
-    if not ENABLED or d.has_writes or d.lai or d.stop or d.log or d.um_tps or d.um_all:
+    if not ENABLED or d.has_writes or d.requests.lai or d.requests.stop or d.log or d.requests.um_tps or d.requests.um_all:
         return False  # (the batch below is built as if it were the decision's first)
     image = d.partitions
     if image.odd or not image.count:
@@ -138,13 +138,13 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     sent = np.concatenate((V.member(l_reps, everyone), (f_reps != PAD) & ~at))
     both = l_tps + f_tps
     for b, rows in by_broker(np.concatenate((l_reps, f_reps)), sent):
-        d.lai[b] = PartitionBatch()  # (the draft's batch is empty: checked above)
-        d.lai[b].extend(list(map(both.__getitem__, rows.tolist())), distinct=True)  # (leads or follows, not both)
+        d.requests.lai[b] = PartitionBatch()  # (the draft's batch is empty: checked above)
+        d.requests.lai[b].extend(list(map(both.__getitem__, rows.tolist())), distinct=True)  # (leads or follows, not both)
     if l_tps or f_tps:
-        d.um_everyone = True  # (a refused election sends nothing)
-        d.um_tps.extend(l_tps + f_tps, distinct=True)
+        d.requests.um_everyone = True  # (a refused election sends nothing)
+        d.requests.um_tps.extend(l_tps + f_tps, distinct=True)
     if f_tps:
-        d.stop[(broker_id, False)] = stopped = PartitionBatch()  # (empty before: checked above)
+        d.requests.stop[(broker_id, False)] = stopped = PartitionBatch()  # (empty before: checked above)
         stopped.extend(f_tps, distinct=True)
         distinct, first = np.unique(codes, return_index=True)
         for code in distinct[np.argsort(first)].tolist():  # in the order the walk meets them

@@ -95,11 +95,11 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
         code, r = int(codes[first]), int(brokers[first])
         log[(code, r, bool(ok[first]))] = [tps[i] for i in at[where].tolist()]
 
-    d.add_leader_and_isr(lai_lists, distinct=True)  # (each partition once per replica)
+    d.requests.add_leader_and_isr(lai_lists, distinct=True)  # (each partition once per replica)
     if lai_lists:
-        d.um_everyone = True
-        if not d.um_all:
-            d.um_tps.extend(told, distinct=True)
+        d.requests.um_everyone = True
+        if not d.requests.um_all:
+            d.requests.um_tps.extend(told, distinct=True)
     for (code, r, ok), r_tps in log.items():
         if ok:
             d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)

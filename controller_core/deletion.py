@@ -103,7 +103,7 @@ def _on_topic_deletion(d: Draft, topics: list[str]) -> None:
         d.topics_deletion_started = d.topics_deletion_started | frozenset(unseen)
     all_tps = [tp for t in topics for tp in d.partitions_of(t)]
     # brokers stop serving the topic: UpdateMetadata with leader -2 (LeaderDuringDelete)
-    d.send_update_metadata_to_all(all_tps)
+    d.requests.send_update_metadata_to_all(all_tps)
     dead: list[tuple[TopicPartition, int]] = []
     retry: list[tuple[TopicPartition, int]] = []
     ineligible: set[str] = set()

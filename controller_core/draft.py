@@ -1,9 +1,10 @@
 """The scratchpad of one decision: a mutable working copy that ends as `(state, commands)`.
 
 Kafka's controller mutates its ControllerContext and fills a ControllerBrokerRequestBatch while
-it handles an event, then sends the batch. A `Draft` plays both roles for one call of `step()`:
-it is created from a state, mutated by the subdomain handlers, and frozen by `finish()`. Nothing
-outside `step()` ever sees it, so `step()` stays a pure function.
+it handles an event, then sends the batch. A `Draft` is the first for one call of `step()`, and
+holds the second (`draft.requests`, a `RequestBatch` of request_batch.py): it is created from a
+state, mutated by the subdomain handlers, and frozen by `finish()`. Nothing outside `step()`
+ever sees it, so `step()` stays a pure function.
 
 Two rules of the asynchronous shell live here:
 
@@ -17,15 +18,12 @@ Two rules of the asynchronous shell live here:
 from __future__ import annotations
 
 from itertools import chain
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
-import attrs
 import numpy as np
 
 from . import commands as C
-from .columns import PAD
-from .partition_batch import PartitionBatch
-from .partition_views import ImageRows, remember_rows
+from .partition_views import remember_rows
 from .partition_writes import PartitionWrites
 from .machines import (
     PartitionState,
@@ -33,65 +31,17 @@ from .machines import (
     partition_transition_ok,
     replica_transition_ok,
 )
-from .pmap import NO_ENTRIES, FrozenDict, PMap
+from .request_batch import RequestBatch, emit_outbox
 from .state import ControllerState, PartitionInfo, config_value
 from .values import (
-    LEADER_DURING_DELETE,
     NO_ZK_VERSION,
     LeaderIsr,
-    PartitionView,
     ReplicaAssignment,
     TopicPartition,
 )
 
-ALL = None
-"""UpdateMetadata for every partition with a leader (Kafka's "empty set means all")."""
-
 _ABSENT = object()
 _new = tuple.__new__  # builds the NamedTuple values of the hot path without a Python-level call
-
-
-@attrs.frozen(slots=True)
-class Outbox:
-    """Broker requests and replies of a decision, waiting for its partition-state writes.
-
-    - `leader_and_isr`: (broker, (tp, ...), {tp sent with is_new}).
-    - `um_brokers` / `um_partitions`: UpdateMetadata recipients and partitions (None = all).
-    - `stop_replica`: (broker, delete, (tp, ...)).
-    - `intents`: (tp, (intent, ...)) to re-decide a partition whose write conflicted; an
-      intent is ("init",), ("elect", strategy), ("shrink", replica) or ("bump",).
-    - `broker_epochs`: the registration epoch of each broker when the decision was made; a
-      request to a broker that has since restarted (or left) is dropped, because it was meant
-      for the previous incarnation (Kafka drops a broker's queue when it leaves).
-    - `released`: partitions whose LeaderAndIsr and UpdateMetadata already went out with a
-      progress report of the write (`PartitionStatesWritten(final=False)`).
-    """
-
-    leader_and_isr: tuple[tuple[int, tuple[TopicPartition, ...], frozenset[TopicPartition]], ...] = ()
-    um_brokers: frozenset[int] = frozenset()
-    um_partitions: tuple[TopicPartition, ...] | None = ()
-    stop_replica: tuple[tuple[int, bool, tuple[TopicPartition, ...]], ...] = ()
-    shutdown_replies: tuple[tuple[int, int], ...] = ()
-    election_replies: tuple[tuple[int, tuple[tuple[TopicPartition, str | None], ...]], ...] = ()
-    intents: FrozenDict = NO_ENTRIES  # {TopicPartition: (intent, ...)}: built whole, only read
-    cause: str = ""
-    broker_epochs: tuple[tuple[int, int], ...] = ()
-    released: frozenset[TopicPartition] = frozenset()
-
-
-class _Release(NamedTuple):
-    """The requests of a decision that writes nothing, with the fields of `Outbox` that
-    `emit_outbox` reads: they go out in the decision's own step and are never stored, so a
-    plain tuple does (an ISR change releases one of these; building the attrs value cost more
-    than the rest of its `_outbox`)."""
-
-    leader_and_isr: tuple
-    um_brokers: frozenset
-    um_partitions: tuple | None
-    stop_replica: tuple
-    shutdown_replies: tuple
-    election_replies: tuple
-    broker_epochs: tuple
 
 
 REJECTIONS_LISTED = 5
@@ -144,25 +94,18 @@ class Draft:
         # election results by (rule, replicas, ISR), valid while the live brokers do not change:
         # a failover elects thousands of partitions with a handful of distinct shapes
         self.elections: dict[tuple, tuple | None] = {}
-        # the request batch
+        # the partition-state writes, each with the intents that produced it
         self.writes: dict[TopicPartition, C.PartitionWrite] = {}
         # a whole-cluster decision's writes as columns (write_rows), before any other write
         self.bulk_writes: PartitionWrites | None = None
         self.intents: dict[TopicPartition, tuple] = {}
-        self.lai: dict[int, PartitionBatch] = {}  # (a batch filled whole may know its rows)
-        self.um_brokers: set[int] = set()
-        self.um_everyone = False  # UpdateMetadata to every live-or-shutting-down broker
-        self.um_all = False
-        self.um_tps = PartitionBatch()
-        self.stop: dict[tuple[int, bool], PartitionBatch] = {}  # (broker, delete) -> its partitions
+        self.requests = RequestBatch()  # the broker requests and replies
         self.commands: list = []
         self.rejections: dict[str, list[str]] = {}
         self.log: dict[tuple, list[TopicPartition]] = {}
         self.immediate: list = []  # commands that must precede this decision's writes
         self.dirty_topics: set[str] = set()  # topic znodes to rewrite (reassignment)
         self.plan_dirty = False  # /admin/reassign_partitions to rewrite
-        self.shutdown_replies: list[tuple[int, int]] = []
-        self.election_replies: list = []
         # partitions whose state this decision has just read from ZooKeeper, and those whose
         # election it refused on a cached ISR (see step.py: such a refusal is confirmed first)
         self.confirmed = confirmed
@@ -481,58 +424,6 @@ class Draft:
         bulk, self.bulk_writes = self.bulk_writes, None
         self.writes = dict(zip(bulk.tps, bulk.writes())) | self.writes
 
-    # -- the request batch (Kafka's ControllerBrokerRequestBatch) -----------------------------
-
-    def send_leader_and_isr(self, brokers: Iterable[int], tp: TopicPartition, is_new: bool = False) -> None:
-        """LeaderAndIsr for `tp` to `brokers`, plus UpdateMetadata of `tp` to every broker,
-        as Kafka's addLeaderAndIsrRequestForBrokers does."""
-        lai = self.lai
-        for b in brokers:
-            per = lai.get(b)
-            if per is None:
-                per = lai[b] = PartitionBatch()
-            per.add(tp, is_new)
-        self.um_everyone = True
-        if not self.um_all:
-            self.um_tps.add(tp)
-
-    def add_leader_and_isr(self, per_broker: Mapping[int, list], distinct: bool = False) -> None:
-        """LeaderAndIsr (not new) of many partitions per broker, in each list's order: the batch
-        `send_leader_and_isr` would build, broker by broker, for the whole-cluster decisions
-        over the columns (`distinct`: no list names a partition twice, see
-        `PartitionBatch.extend`). Their UpdateMetadata is the caller's (`um_tps`, in its own
-        order)."""
-        lai = self.lai
-        for b, tps in per_broker.items():
-            per = lai.get(b)
-            if per is None:
-                per = lai[b] = PartitionBatch()
-            per.extend(tps, distinct)
-
-    def send_update_metadata(self, brokers: Iterable[int], tps: Iterable[TopicPartition] | None) -> None:
-        """UpdateMetadata of `tps` (ALL: every partition with a leader) to `brokers`."""
-        self.um_brokers.update(brokers)
-        self._um_partitions(tps)
-
-    def send_update_metadata_to_all(self, tps: Iterable[TopicPartition] | None) -> None:
-        """UpdateMetadata of `tps` to every live-or-shutting-down broker (as they are when the
-        decision is finished)."""
-        self.um_everyone = True
-        self._um_partitions(tps)
-
-    def _um_partitions(self, tps) -> None:
-        if tps is ALL:
-            self.um_all = True
-        elif not self.um_all:
-            self.um_tps.extend(tps)
-
-    def send_stop_replica(self, broker: int, tp: TopicPartition, delete: bool) -> None:
-        key = (broker, delete)
-        tps = self.stop.get(key)
-        if tps is None:
-            tps = self.stop[key] = PartitionBatch()
-        tps.add(tp)
-
     # -- finishing ------------------------------------------------------------------------------
 
     def finish(self) -> tuple[ControllerState, tuple]:
@@ -547,7 +438,7 @@ class Draft:
         log = self._log_command()
         if log is not None:
             commands.append(log)
-        outbox = self._outbox(parked=self.has_writes)
+        outbox = self.requests.close(self.brokers, self.has_writes, self.intents, self.cause, self.has_writes)
         pending = self.pending
         next_write_id = self.next_write_id
         if self.has_writes:
@@ -579,7 +470,7 @@ class Draft:
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
         state = self._state(pending, next_write_id)
         if outbox is not None:
-            noted = self._noted_rows(outbox)
+            noted = self.requests.noted_rows(outbox)
             if not self.has_writes:
                 commands.extend(emit_outbox(state, outbox, known=self._read,
                                             hints={id(tps): rows for tps, rows in noted}))
@@ -588,19 +479,6 @@ class Draft:
                 for tps, rows in noted:
                     remember_rows(tps, index, rows)
         return state, tuple(commands)
-
-    def _noted_rows(self, outbox: Outbox) -> list[tuple[tuple, np.ndarray]]:
-        """`(partitions of a request, their rows)` for the batches a whole-cluster decision
-        filled whole with their rows (`PartitionBatch.rows`): gathered without a lookup."""
-        out = []
-        for (b, tps, _), per in zip(outbox.leader_and_isr, self.lai.values()):
-            rows = per.rows()
-            if rows is not None:
-                out.append((tps, rows))
-        rows = self.um_tps.rows()
-        if rows is not None and outbox.um_partitions is not ALL:
-            out.append((outbox.um_partitions, rows))
-        return out
 
     def snapshot_state(self) -> ControllerState:
         """The working copy as a state value, without finishing the draft."""
@@ -647,36 +525,6 @@ class Draft:
             return C.WritePartitionStates(write_id=write_id, writes=self.bulk_writes)
         return C.WritePartitionStates(write_id=write_id, writes=tuple(self.writes.values()))
 
-    def _outbox(self, parked: bool = True) -> "Outbox | _Release | None":
-        """The decision's requests. `parked=False`: they go out in this very step (no writes),
-        so they are only read by `emit_outbox` now, as a `_Release`: no retry intents, and no
-        broker epochs, whose filter could drop nothing (they would be read from these same
-        brokers)."""
-        if self.um_everyone:
-            self.um_brokers.update(self.brokers.keys())
-        if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
-                or self.has_writes):
-            return None  # (a decision with writes always parks an outbox: its intents, for retries)
-        lai = self.lai
-        if not parked:
-            return _new(_Release, (
-                tuple((b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
-                frozenset(self.um_brokers), ALL if self.um_all else self.um_tps.tps(),
-                tuple((b, d, tps.tps()) for (b, d), tps in self.stop.items()) if self.stop else (),
-                tuple(self.shutdown_replies), tuple(self.election_replies), ()))
-        return Outbox(
-            leader_and_isr=tuple(
-                (b, per.tps(), per.new()) for b, per in lai.items()) if lai else (),
-            um_brokers=frozenset(self.um_brokers),
-            um_partitions=ALL if self.um_all else self.um_tps.tps(),
-            stop_replica=tuple((b, d, tps.tps()) for (b, d), tps in self.stop.items()) if self.stop else (),
-            shutdown_replies=tuple(self.shutdown_replies),
-            election_replies=tuple(self.election_replies),
-            intents=FrozenDict(self.intents) if parked else NO_ENTRIES,
-            cause=self.cause,
-            broker_epochs=tuple((b, info.epoch) for b, info in sorted(self.brokers.items())) if parked else (),
-        )
-
     def _log_command(self) -> C.LogStateChanges | None:
         if not self.log:
             return None
@@ -685,213 +533,3 @@ class Draft:
             for (f, t, r, ok, d), tps in self.log.items()
         )
         return C.LogStateChanges(cause=self.cause, entries=entries)
-
-
-# -- releasing an outbox ------------------------------------------------------------------------
-
-
-def partition_view(state: ControllerState, tp: TopicPartition, info: PartitionInfo, for_metadata: bool = False) -> PartitionView:
-    """The partition as sent to brokers. In UpdateMetadata (only there, as in Kafka) a topic
-    queued for deletion shows leader -2 (LeaderDuringDelete) so brokers stop serving it."""
-    li = info.leader_isr
-    a = info.assignment
-    leader = LEADER_DURING_DELETE if for_metadata and tp.topic in state.topics_to_delete else li.leader
-    return _new(PartitionView, (tp, leader, li.leader_epoch, li.isr, li.controller_epoch, li.zk_version, a.replicas,
-                                a.adding, a.removing, False))
-
-
-def emit_outbox(state: ControllerState, outbox: Outbox, skip: frozenset[TopicPartition] = frozenset(),
-                only: frozenset[TopicPartition] | None = None, known: dict | None = None,
-                hints: dict | None = None) -> list:
-    """Turn a released outbox into broker requests, built from the current state (so they carry
-    the znode versions just written). Requests to brokers that are gone are dropped, and
-    partitions in `skip` (their write conflicted and is being re-decided, or they went out
-    earlier) are left out. With `only` (a write's progress), just the LeaderAndIsr and
-    UpdateMetadata of those partitions go out; the rest waits for the final outcome."""
-    commands: list = []
-    parts = state.partitions
-    brokers = all_brokers = state.brokers
-    if outbox.broker_epochs:
-        decided = dict(outbox.broker_epochs)
-        brokers = {b: info for b, info in brokers.items() if decided.get(b) == info.epoch}
-    epoch = state.epoch
-    live_brokers = _live_brokers(all_brokers)
-    shutting_down = tuple(sorted(state.shutting_down)) if state.shutting_down else ()
-    if parts.odd or _few(outbox):
-        _requests_from_views(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, known)
-    else:
-        _requests_from_columns(commands, state, outbox, brokers, live_brokers, shutting_down, skip, only, hints)
-
-    if only is not None:
-        return commands
-    for b, delete, tps in outbox.stop_replica:
-        broker = brokers.get(b)
-        if broker is not None and tps:
-            commands.append(C.SendStopReplica(
-                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch, delete=delete, partitions=tps))
-
-    for request_id, broker_id in outbox.shutdown_replies:
-        commands.append(C.ReplyControlledShutdown(
-            request_id=request_id, broker_id=broker_id, error=None,
-            partitions_remaining=partitions_led_by(state, broker_id)))
-
-    for request_id, results in outbox.election_replies:
-        commands.append(C.ReplyLeaderElection(request_id=request_id, results=results))
-    return commands
-
-
-_LIVE: dict[int, tuple] = {}
-_LIVE_CAP = 64
-
-
-def _live_brokers(brokers) -> tuple:
-    """The brokers' `BrokerInfo` values in id order (every request's live-broker list), made
-    once per brokers map: the map changes only when a broker comes or goes, and a decision
-    sending one partition to every broker spent a fair share of its release sorting them again.
-    Keyed by the map's identity and holding the map, so the id cannot be reused while the
-    entry lives; the map is immutable, so its list never changes. (Entries are only added or
-    dropped whole: threads may share the cache, a race costs a recomputation.)"""
-    hit = _LIVE.get(id(brokers))
-    if hit is not None and hit[0] is brokers:
-        return hit[1]
-    values = tuple(map(brokers.__getitem__, sorted(brokers.keys())))
-    if brokers.__class__ is not PMap:
-        return values  # (a plain mapping, as some tests build states: it could change)
-    if len(_LIVE) >= _LIVE_CAP:
-        _LIVE.clear()
-    _LIVE[id(brokers)] = (brokers, values)
-    return values
-
-
-COLUMNS_MIN = 256
-"""A release sending fewer partitions than this builds `PartitionView`s (an ISR change sends one
-partition to every broker: gathering it from the columns would cost more than the value)."""
-
-
-def _few(outbox: Outbox) -> bool:
-    um = outbox.um_partitions
-    if um is ALL:
-        return False
-    lai = outbox.leader_and_isr
-    return len(um) + (sum(len(tps) for _, tps, _ in lai) if lai else 0) < COLUMNS_MIN
-
-
-def _requests_from_columns(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
-                           shutting_down, skip, only, hints: dict | None = None) -> None:
-    """LeaderAndIsr and UpdateMetadata of a release, each request's partitions gathered from the
-    image's columns (partition_views.py): no value is built per partition here."""
-    parts = state.partitions
-    epoch = state.epoch
-    rows = ImageRows(parts, hints)
-    among = None
-    if skip or only is not None:
-        # the rows to send, as a mask: a large write's progress sends a quarter of each request,
-        # and testing each partition for membership cost more than the rest of the release
-        among = rows.mask_of(only) if only is not None else np.ones(parts.size, bool)
-        if skip:
-            among &= ~rows.mask_of(skip)
-
-    for b, tps, new_tps in outbox.leader_and_isr:
-        broker = brokers.get(b)
-        if broker is None:
-            continue
-        views = rows.views(tps, is_new=new_tps, among=among)
-        if views:
-            commands.append(C.SendLeaderAndIsr(
-                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                partitions=views, live_leaders=live_brokers))
-
-    if outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL):
-        # sorted: replayable
-        um_tps = rows.every_partition() if outbox.um_partitions is ALL else outbox.um_partitions
-        views = rows.views(um_tps, deleting=state.topics_to_delete, for_metadata=True, among=among)
-        for b in (sorted(outbox.um_brokers) if views or only is None else ()):
-            broker = brokers.get(b)
-            if broker is not None:
-                commands.append(C.SendUpdateMetadata(
-                    broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                    partitions=views, live_brokers=live_brokers, shutting_down=shutting_down))
-
-
-def _requests_from_views(commands: list, state: ControllerState, outbox: Outbox, brokers, live_brokers,
-                         shutting_down, skip, only, known) -> None:
-    """The same requests from `PartitionView` values: for an image holding partitions its
-    columns cannot represent (`PartitionImage.odd`), and for small releases."""
-    parts = state.partitions
-    epoch = state.epoch
-    deleting = state.topics_to_delete
-    # the partitions this release sends, built from the image a chunk at a time
-    lai = outbox.leader_and_isr
-    wanted = dict.fromkeys(chain.from_iterable(tps for b, tps, _ in lai if b in brokers)) if lai else {}
-    um_tps: Iterable[TopicPartition] = ()
-    send_um = outbox.um_brokers and not (only is not None and outbox.um_partitions is ALL)
-    if send_um:
-        um_tps = sorted(parts.keys()) if outbox.um_partitions is ALL else outbox.um_partitions  # sorted: replayable
-        wanted.update(dict.fromkeys(um_tps))
-    # each as sent in LeaderAndIsr (None: absent or without a leader); partitions the decision
-    # has already built from this very state's image are not read again
-    views: dict = {}
-    missing = wanted
-    if known:
-        missing = []
-        for tp in wanted:
-            info = known.get(tp, _ABSENT)
-            if info is _ABSENT:
-                missing.append(tp)
-            else:
-                views[tp] = None if info is None or info.leader_isr is None else partition_view(state, tp, info)
-    if missing:
-        views.update(parts.views_many(missing))
-
-    filtering = bool(skip) or only is not None
-    for b, tps, new_tps in lai:
-        broker = brokers.get(b)
-        if broker is None:
-            continue
-        items = []
-        for tp in tps:
-            if filtering and (tp in skip or (only is not None and tp not in only)):
-                continue
-            v = views[tp]
-            if v is None:
-                continue
-            items.append(v._replace(is_new=True) if tp in new_tps else v)
-        if items:
-            commands.append(C.SendLeaderAndIsr(
-                broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                partitions=tuple(items), live_leaders=live_brokers))
-
-    if send_um:
-        um = []
-        for tp in um_tps:
-            if filtering and (tp in skip or (only is not None and tp not in only)):
-                continue
-            v = views[tp]
-            if v is not None:
-                # in UpdateMetadata, as partition_view(..., for_metadata=True)
-                um.append(v._replace(leader=LEADER_DURING_DELETE) if tp.topic in deleting else v)
-        um_tuple = tuple(um)
-        if um_tuple or only is None:
-            for b in sorted(outbox.um_brokers):
-                broker = brokers.get(b)
-                if broker is not None:
-                    commands.append(C.SendUpdateMetadata(
-                        broker_id=b, broker_epoch=broker.epoch, controller_epoch=epoch,
-                        partitions=um_tuple, live_brokers=live_brokers, shutting_down=shutting_down))
-
-
-def partitions_led_by(state: ControllerState, broker_id: int) -> tuple[TopicPartition, ...]:
-    """Kafka's replicatedPartitionsBrokerLeads: replicated partitions of topics not being
-    deleted whose leader is `broker_id` (what a controlled shutdown still waits for)."""
-    image = state.partitions
-    if image.odd:
-        led = [tp for tp, info in image.items() if (li := info.leader_isr) is not None and li.leader == broker_id
-               and len(info.assignment.replicas) > 1 and tp.topic not in state.topics_to_delete]
-    else:
-        rows = np.flatnonzero(image.column("present") & image.column("has_state")
-                              & (image.column("leader") == broker_id)
-                              & ((image.column("replicas") != PAD).sum(axis=1) > 1))
-        to_delete = state.topics_to_delete
-        led = [tp for tp in image.tps(rows) if tp.topic not in to_delete]
-    led.sort()
-    return tuple(led)

@@ -20,7 +20,8 @@ from . import partitions as P
 from . import reassignment
 from . import rebalance
 from . import replicas as R
-from .draft import ALL, Draft, Outbox, emit_outbox
+from .draft import Draft
+from .request_batch import ALL, Outbox, emit_outbox
 from .events import ControllerElected
 from .machines import PartitionState, ReplicaState
 from .pmap import pmap
@@ -115,7 +116,7 @@ def _start_machines(d: Draft, live: frozenset[int]) -> None:
     for tp, info in sorted(d.scan()):
         replicas = info.assignment.replicas
         if info.leader_isr is not None:
-            d.send_leader_and_isr([r for r in replicas if r in live], tp)
+            d.requests.send_leader_and_isr([r for r in replicas if r in live], tp)
         offline_replicas.extend((tp, r) for r in replicas if r not in live)
     # ... dead ones go Offline and leave the ISR
     offline_replicas.sort()

@@ -10,7 +10,7 @@ What the drafted handler does with such an event, and so what this does: each li
 is newer than the cached one (a higher or equal znode version and a different value) replaces
 the cached leader-and-ISR; no state machine moves, nothing is written, nothing is logged; the
 changed partitions go out in one UpdateMetadata to every live-or-shutting-down broker, in
-broker-id order, as `draft.emit_outbox` builds a small release (`draft.partition_view`'s fields,
+broker-id order, as `request_batch.emit_outbox` builds a small release (`request_batch.partition_view`'s fields,
 leader -2 for a topic queued for deletion, the shared live-broker list, the sorted
 shutting-down ids), all sharing one `partitions` tuple.
 
@@ -38,7 +38,7 @@ from operator import attrgetter
 import attrs
 
 from . import commands as C
-from .draft import _live_brokers
+from .request_batch import _live_brokers
 from .state import ControllerState
 from .values import LEADER_DURING_DELETE, PartitionView
 

@@ -16,7 +16,8 @@ import numpy as np
 from . import partitions as P
 from . import replicas as R
 from .columns import chunk_groups
-from .draft import ALL, Draft, emit_outbox
+from .draft import Draft
+from .request_batch import ALL, emit_outbox
 from .events import PartitionStatesWritten
 from .machines import PartitionState, ReplicaState
 from .state import ControllerState, PartitionInfo
@@ -66,7 +67,7 @@ def on_written(state: ControllerState, event: PartitionStatesWritten) -> tuple[C
         if (um_all and outbox.um_brokers) or tp in um_tps:
             # the decision told every broker about this partition (e.g. leader -2 for a topic being
             # deleted); that UpdateMetadata was held back with the conflict, so the retry sends it
-            retry.send_update_metadata_to_all((tp,))
+            retry.requests.send_update_metadata_to_all((tp,))
     state2, commands2 = retry.finish()
     return state2, commands1 + tuple(released) + commands2
 
@@ -167,7 +168,7 @@ def _reapply(d: Draft, tp, intent) -> None:
             d.move_partition(tp, PartitionState.OFFLINE)
             P.to_online(d, (tp,), P.OFFLINE)
         else:
-            d.send_leader_and_isr([r for r in info.assignment.replicas if r in live], tp, is_new=True)
+            d.requests.send_leader_and_isr([r for r in info.assignment.replicas if r in live], tp, is_new=True)
     elif kind == "elect":
         if P.elect(d, tp, intent[1]) is not None and li.leader not in d.live:
             d.move_partition(tp, PartitionState.OFFLINE)
@@ -180,10 +181,10 @@ def _reapply(d: Draft, tp, intent) -> None:
             return
         R.shrink_isr(d, tp, replica)
         if not d.queued_for_deletion(tp.topic):
-            d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
+            d.requests.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
     elif kind == "bump":
         d.write_change(tp, info, li.leader, li.isr, ("bump",))
-        d.send_leader_and_isr(info.assignment.replicas, tp)
+        d.requests.send_leader_and_isr(info.assignment.replicas, tp)
     else:
         raise ValueError(f"unknown write intent {intent!r}")
 
@@ -202,4 +203,4 @@ def _reinitialize(d: Draft, tp, info: PartitionInfo) -> None:
     d.record(info.state, PartitionState.ONLINE, tp, detail="replacing an orphaned state znode")
     d.write_leader_isr(tp, orphan.with_leader(live_replicas[0], live_replicas, d.epoch), ("init",), info,
                        PartitionState.ONLINE)
-    d.send_leader_and_isr(live_replicas, tp, is_new=True)
+    d.requests.send_leader_and_isr(live_replicas, tp, is_new=True)

@@ -114,7 +114,7 @@ def by_broker(reps: np.ndarray, sent: np.ndarray) -> list[tuple[int, np.ndarray]
     """`(broker, rows)` for every broker that `sent[i, j]` marks as a recipient of row i
     (`reps[i, j]` is the broker), the rows ascending: the brokers in the order a walk over the
     rows (and over each row's replicas) first meets them. That is the order in which
-    `Draft.send_leader_and_isr`, called partition by partition, makes the brokers' batches;
+    `RequestBatch.send_leader_and_isr`, called partition by partition, makes the brokers' batches;
     the whole-cluster decisions (columnar_*.py) fill each broker's batch whole from its rows.
     (A row that names a broker twice, as a tiled matrix does, is listed twice.)"""
     ids = reps[sent]  # row-major: row order, then replica order within a row

@@ -273,7 +273,7 @@ class ImageRows:
               for_metadata: bool = False, among: np.ndarray | None = None) -> PartitionViews:
         """The partitions of `tps` (in that order) that exist and have a leader-and-ISR, as they
         are sent to brokers: in UpdateMetadata (`for_metadata`), a topic queued for deletion shows
-        leader -2 (LeaderDuringDelete), as `draft.partition_view` does. With `among` (a mask over
+        leader -2 (LeaderDuringDelete), as `request_batch.partition_view` does. With `among` (a mask over
         the image's rows, `mask_of`), only the partitions whose rows it holds."""
         rows = self.rows_of(tps)
         if among is not None:

@@ -64,7 +64,7 @@ def initialize(d: Draft, tp: TopicPartition) -> str | None:
     li = LeaderIsr(live_replicas[0], INITIAL_LEADER_EPOCH, live_replicas, d.epoch, NO_ZK_VERSION)
     d.record(NEW, ONLINE, tp)
     d.write_leader_isr(tp, li, ("init",), info, ONLINE)
-    d.send_leader_and_isr(live_replicas, tp, is_new=True)
+    d.requests.send_leader_and_isr(live_replicas, tp, is_new=True)
     return None
 
 
@@ -151,7 +151,7 @@ def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
     leader, isr, recipients, unclean = chosen
     d.record(current, ONLINE, tp, detail=UNCLEAN if unclean else "")
     d.write_change(tp, info, leader, isr, ("elect", strategy), ONLINE)
-    d.send_leader_and_isr(recipients, tp)
+    d.requests.send_leader_and_isr(recipients, tp)
     return None
 
 
@@ -178,7 +178,7 @@ def offline_then_elect(d: Draft, tps: Iterable[TopicPartition]) -> None:
         leader, isr, recipients, unclean = chosen
         d.record(OFFLINE_STATE, ONLINE, tp, detail=UNCLEAN if unclean else "")
         d.write_change(tp, info, leader, isr, ("elect", OFFLINE), ONLINE)
-        d.send_leader_and_isr(recipients, tp)
+        d.requests.send_leader_and_isr(recipients, tp)
 
 
 def to_offline(d: Draft, tps: Iterable[TopicPartition]) -> None:

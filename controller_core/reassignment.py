@@ -142,7 +142,7 @@ def on_partition_reassignment(d: Draft, tp: TopicPartition, ra: ReplicaAssignmen
     _stop_removed(d, tp, ra.removing)  # B4, B5
     d.dirty_topics.add(tp.topic)  # B6
     _remove_from_reassigning(d, tp, completed)  # B7
-    d.send_update_metadata_to_all((tp,))  # B8
+    d.requests.send_update_metadata_to_all((tp,))  # B8
     deletion.resume_for_topics(d, (tp.topic,))
 
 
@@ -184,7 +184,7 @@ def _bump_leader_epoch_and_send(d: Draft, tp: TopicPartition, ra: ReplicaAssignm
                  detail="cannot send LeaderAndIsr with the new assignment: no leader state or a newer controller wrote it")
         return
     d.write_change(tp, info, li.leader, li.isr, ("bump",))
-    d.send_leader_and_isr(ra.replicas, tp)
+    d.requests.send_leader_and_isr(ra.replicas, tp)
 
 
 def _move_leader_if_required(d: Draft, tp: TopicPartition, completed: ReplicaAssignment) -> None:

@@ -67,12 +67,12 @@ def on_preferred_requested(d: Draft, exists: bool, tps, problem: str | None, zk_
 def on_leader_election_requested(d: Draft, request_id: int, election_type: str, tps) -> None:
     if election_type not in ("preferred", "unclean"):
         d.reject("leader election", f"unknown election type {election_type!r}")
-        d.election_replies.append((request_id, ()))
+        d.requests.election_replies.append((request_id, ()))
         return
     if tps is None:
         tps = sorted(tp for tp in d.partitions.keys() if not d.queued_for_deletion(tp.topic))
     results = elect_leaders(d, tps, election_type, admin=True)
-    d.election_replies.append((request_id, tuple(sorted(results.items()))))
+    d.requests.election_replies.append((request_id, tuple(sorted(results.items()))))
 
 
 def on_rebalance_timer(d: Draft) -> None:

@@ -45,7 +45,7 @@ def _to_new(d: Draft, tp, replica, info: PartitionInfo, current) -> None:
         if li.leader == replica:
             d.record(current, R.NEW, tp, replica, ok=False, detail="the replica is the current leader")
             return
-        d.send_leader_and_isr((replica,), tp, is_new=True)
+        d.requests.send_leader_and_isr((replica,), tp, is_new=True)
     _set(d, tp, replica, current, R.NEW)
 
 
@@ -57,15 +57,15 @@ def _to_online(d: Draft, tp, replica, info: PartitionInfo, current) -> None:
             d.put(tp, PartitionInfo(ReplicaAssignment(a.replicas + (replica,), a.adding, a.removing),
                                     info.leader_isr, info.state, info.replica_states))
     elif info.leader_isr is not None:
-        d.send_leader_and_isr((replica,), tp)
+        d.requests.send_leader_and_isr((replica,), tp)
     _set(d, tp, replica, current, R.ONLINE)
 
 
 def _to_offline(d: Draft, tp, replica, info: PartitionInfo, current) -> None:
-    d.send_stop_replica(replica, tp, delete=False)
+    d.requests.send_stop_replica(replica, tp, delete=False)
     li = info.leader_isr
     if li is None:
-        d.send_update_metadata_to_all((tp,))
+        d.requests.send_update_metadata_to_all((tp,))
     elif li.controller_epoch > d.epoch:
         d.record(current, OFFLINE, tp, replica, ok=False,
                  detail=f"state written by a newer controller epoch ({li.controller_epoch})")
@@ -75,7 +75,7 @@ def _to_offline(d: Draft, tp, replica, info: PartitionInfo, current) -> None:
             shrink_isr(d, tp, replica)
             info = d.info(tp)
         if tp.topic not in d.topics_to_delete:
-            d.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
+            d.requests.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
     d.put(tp, info.with_replica_state(replica, OFFLINE))
     d.record(current, OFFLINE, tp, replica)
 
@@ -95,7 +95,7 @@ def shrink_isr(d: Draft, tp: TopicPartition, replica: int) -> None:
 
 
 def _to_deletion_started(d: Draft, tp, replica, info, current) -> None:
-    d.send_stop_replica(replica, tp, delete=True)
+    d.requests.send_stop_replica(replica, tp, delete=True)
     _set(d, tp, replica, current, R.DELETION_STARTED)
 
 

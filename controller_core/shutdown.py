@@ -34,7 +34,7 @@ def on_controlled_shutdown(d: Draft, request_id: int, broker_id: int, broker_epo
         d.set_shutting_down(d.shutting_down | {broker_id})
     if not columnar_shutdown.on_controlled_shutdown(d, broker_id):
         _move_away(d, broker_id)
-    d.shutdown_replies.append((request_id, broker_id))
+    d.requests.shutdown_replies.append((request_id, broker_id))
 
 
 def _move_away(d: Draft, broker_id: int) -> None:
@@ -50,5 +50,5 @@ def _move_away(d: Draft, broker_id: int) -> None:
     followed.sort()
     P.to_online(d, led, P.CONTROLLED_SHUTDOWN)
     for tp in followed:
-        d.send_stop_replica(broker_id, tp, delete=False)
+        d.requests.send_stop_replica(broker_id, tp, delete=False)
     R.move(d, [(tp, broker_id) for tp in followed], ReplicaState.OFFLINE)

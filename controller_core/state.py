@@ -104,7 +104,7 @@ class ControllerState:
     topics_to_delete: frozenset[str] = frozenset()
     topics_deletion_started: frozenset[str] = frozenset()
     topics_ineligible_for_deletion: frozenset[str] = frozenset()
-    pending: PMap = EMPTY  # PMap[int, draft.Outbox]
+    pending: PMap = EMPTY  # PMap[int, request_batch.Outbox]
     next_write_id: int = 1
     deferred: tuple[Event, ...] = ()
     plan_zk_version: int = -1

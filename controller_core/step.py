@@ -99,7 +99,7 @@ def _rechecked(state: ControllerState, event: E.PartitionStatesRechecked) -> tup
     d = Draft(attrs.evolve(state, rechecking=(), recheck_id=0), cause=f"PartitionStatesRechecked({event.read_id})")
     changed = _refresh(d, event.states)
     if changed:
-        d.send_update_metadata_to_all(changed)
+        d.requests.send_update_metadata_to_all(changed)
     state1, commands1 = d.finish()
     state2, commands2 = _HANDLERS[type(parked)](state1, parked, frozenset(tp for tp, _ in event.states))
     return state2, commands1 + commands2
@@ -179,7 +179,7 @@ def _observed(d: Draft, event: E.PartitionStatesObserved) -> None:
     ISR change is decided the same way without a draft by `isr_change.decide`.)"""
     changed = _refresh(d, event.states)
     if changed and event.source == "isr_change":
-        d.send_update_metadata_to_all(changed)
+        d.requests.send_update_metadata_to_all(changed)
     for tp, _ in event.states:
         reassignment.maybe_complete(d, tp)
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from controller_core import codec
 from controller_core import commands as C
-from controller_core import draft
+from controller_core import request_batch
 from controller_core import events as E
 from controller_core.codec import (
     CodecError,
@@ -54,8 +54,8 @@ MAP_TYPES = {
     (ControllerState, "topics"): (str, TopicInfo),
     (ControllerState, "topic_configs"): (str, tuple[tuple[str, str], ...]),
     (ControllerState, "partitions"): (TopicPartition, PartitionInfo),
-    (ControllerState, "pending"): (int, draft.Outbox),
-    (draft.Outbox, "intents"): (TopicPartition, tuple[tuple[str | int, ...], ...]),
+    (ControllerState, "pending"): (int, request_batch.Outbox),
+    (request_batch.Outbox, "intents"): (TopicPartition, tuple[tuple[str | int, ...], ...]),
 }
 
 _CACHE: dict = {}

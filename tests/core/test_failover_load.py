@@ -335,7 +335,7 @@ def test_a_large_request_s_rows_are_the_index_s_and_kept_only_for_that_index(n, 
 def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypatch):
     """The rows a failover's batch notes (Draft.row_hints) only spare lookups: without them the
     requests are the same."""
-    from controller_core import draft
+    from controller_core.request_batch import RequestBatch
 
     names = [f"t{t:02d}" for t in range(20)]
     topics = tuple((name, tuple((p, ReplicaAssignment(tuple(1 + (t + p + k) % 4 for k in range(3))))
@@ -347,8 +347,8 @@ def test_a_whole_cluster_release_without_hints_sends_the_same_requests(monkeypat
     event = E.ControllerElected(at=AT, epoch=2, epoch_zk_version=1, snapshot=snap)
     hinted = step(initial_state(config), event)
     used = []
-    real = draft.Draft._noted_rows
-    monkeypatch.setattr(draft.Draft, "_noted_rows", lambda self, outbox: used.append(real(self, outbox)) or [])
+    real = RequestBatch.noted_rows
+    monkeypatch.setattr(RequestBatch, "noted_rows", lambda self, outbox: used.append(real(self, outbox)) or [])
     plain = step(initial_state(config), event)
     assert used and len(used[0]) == 5  # four LeaderAndIsr and the UpdateMetadata had their rows
     assert_same(hinted, plain)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller_core import codec
-from controller_core.draft import ALL, Outbox, _requests_from_columns, _requests_from_views
+from controller_core.request_batch import ALL, Outbox, _requests_from_columns, _requests_from_views
 from controller_core.partition_views import PartitionViews, _row_tuples, distinct_rows
 from controller_core.state import PartitionInfo
 from controller_core.values import ReplicaAssignment

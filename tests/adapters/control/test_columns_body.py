@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from adapters.control.requests import decode_views, states_json, views_body
-from controller_core.draft import _requests_from_columns
+from controller_core.request_batch import _requests_from_columns
 from controller_core.partition_views import PartitionViews
 from tests.core.test_partition_views import _requests, releases
 
