@@ -18,6 +18,7 @@ Two rules of the asynchronous shell live here:
 from __future__ import annotations
 
 from itertools import chain
+from operator import attrgetter
 from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -32,7 +33,7 @@ from .machines import (
     replica_transition_ok,
 )
 from .request_batch import RequestBatch, emit_outbox
-from .state import ControllerState, PartitionInfo, config_value
+from .state import STATE_FIELDS, ControllerState, PartitionInfo, config_value, state_from
 from .values import (
     NO_ZK_VERSION,
     LeaderIsr,
@@ -62,34 +63,26 @@ def _rejections(kind: str, reasons: list[str]) -> list:
                                               f"and {len(reasons) - REJECTIONS_LISTED} more")]
 
 
+_WORKING = tuple(name for name in STATE_FIELDS if name != "partitions")
+"""The state fields a draft holds as attributes, from the state's own list (a field added to
+`ControllerState` reaches every draft without being listed here); the partitions live in the
+draft's image and its delta."""
+_working_of = attrgetter(*_WORKING)
+_PARTITIONS = STATE_FIELDS.index("partitions")
+
+
 class Draft:
     """Working copy of a `ControllerState` for one step (see the module docstring)."""
 
     def __init__(self, state: ControllerState, cause: str, confirmed: frozenset = frozenset()):
         self.base = state
         self.cause = cause
-        self.config = state.config
-        self.epoch = state.epoch
-        self.active = state.active
-        self.epoch_zk_version = state.epoch_zk_version
-        self.brokers = state.brokers
-        self.shutting_down = state.shutting_down
-        self.seen_brokers = state.seen_brokers
-        self.topics = state.topics
-        self.topic_configs = state.topic_configs
+        # the state's fields as attributes the handlers read and replace (`_WORKING`)
+        self.__dict__.update(zip(_WORKING, _working_of(state)))
         self._image = state.partitions  # the columnar image as of the last freeze
         self._delta: dict = {}  # partitions changed since (None: removed), applied per chunk on freeze
         self._read: dict = {}  # partitions read from the image in this step (rows built once)
         self._rows: list | None = None  # every row's partition, once `scan` has read them all
-        self.reassigning = state.reassigning
-        self.reassignment_plan = state.reassignment_plan
-        self.topics_to_delete = state.topics_to_delete
-        self.topics_deletion_started = state.topics_deletion_started
-        self.topics_ineligible_for_deletion = state.topics_ineligible_for_deletion
-        self.pending = state.pending
-        self.next_write_id = state.next_write_id
-        self.deferred = state.deferred
-        self.plan_zk_version = state.plan_zk_version
         self._live = None
         # election results by (rule, replicas, ISR), valid while the live brokers do not change:
         # a failover elects thousands of partitions with a handful of distinct shapes
@@ -439,13 +432,11 @@ class Draft:
         if log is not None:
             commands.append(log)
         outbox = self.requests.close(self.brokers, self.has_writes, self.intents, self.cause, self.has_writes)
-        pending = self.pending
-        next_write_id = self.next_write_id
-        if self.has_writes:
-            write_id = next_write_id
-            next_write_id += 1
+        if self.has_writes:  # (the draft ends here: its own fields become the state's)
+            write_id = self.next_write_id
+            self.next_write_id += 1
             commands.append(self._write_command(write_id))
-            pending = pending.set(write_id, outbox)
+            self.pending = self.pending.set(write_id, outbox)
         for c in self.commands:
             if c.__class__ is _RejectionsOf:
                 commands.extend(_rejections(c.kind, self.rejections[c.kind]))
@@ -468,7 +459,7 @@ class Draft:
                                                     expected_version=self.plan_zk_version))
             # the version the znode will have once this lands (an empty plan deletes it)
             self.plan_zk_version = self.plan_zk_version + 1 if self.reassignment_plan and self.plan_zk_version >= 0 else -1
-        state = self._state(pending, next_write_id)
+        state = self._state()
         if outbox is not None:
             noted = self.requests.noted_rows(outbox)
             if not self.has_writes:
@@ -482,34 +473,12 @@ class Draft:
 
     def snapshot_state(self) -> ControllerState:
         """The working copy as a state value, without finishing the draft."""
-        return self._state(self.pending, self.next_write_id)
+        return self._state()
 
-    def _state(self, pending, next_write_id) -> ControllerState:
-        base = self.base
-        partitions = self.partitions
-        return ControllerState(
-            config=base.config,
-            active=self.active,
-            epoch=self.epoch,
-            epoch_zk_version=self.epoch_zk_version,
-            brokers=self.brokers,
-            shutting_down=self.shutting_down,
-            seen_brokers=self.seen_brokers,
-            topics=self.topics,
-            topic_configs=self.topic_configs,
-            partitions=partitions,
-            reassigning=self.reassigning,
-            reassignment_plan=self.reassignment_plan,
-            topics_to_delete=self.topics_to_delete,
-            topics_deletion_started=self.topics_deletion_started,
-            topics_ineligible_for_deletion=self.topics_ineligible_for_deletion,
-            pending=pending,
-            next_write_id=next_write_id,
-            deferred=self.deferred,
-            plan_zk_version=self.plan_zk_version,
-            rechecking=base.rechecking,
-            recheck_id=base.recheck_id,
-        )
+    def _state(self) -> ControllerState:
+        values = list(_working_of(self))
+        values.insert(_PARTITIONS, self.partitions)
+        return state_from(*values)
 
     def add_intents(self, more: dict) -> None:
         """Record the intents of a whole-cluster decision's writes (`more`: a dict made for this

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-import attrs
 
 from . import commands as C
 from .request_batch import _live_brokers
-from .state import ControllerState
+from .plain_attrs import is_plain
+from .state import STATE_FIELDS, ControllerState, state_from
 from .values import LEADER_DURING_DELETE, PartitionView
 
 ENABLED = True
@@ -52,24 +52,8 @@ them from the columns)."""
 _new = tuple.__new__
 
 
-def _plain(cls: type, names: tuple[str, ...], converted: frozenset = frozenset()) -> bool:
-    """Whether `cls` is a slotted attrs class of exactly the fields `names`, without validators,
-    setattr hooks or init hooks, and with a converter only on the fields in `converted`: then
-    setting its slots gives what its `__init__` would give (for values each converter keeps as
-    they are). Checked at import, so that a class changed later falls back to its constructor."""
-    fields = attrs.fields(cls)
-    return (tuple(f.name for f in fields) == names
-            and set(cls.__dict__.get("__slots__", ("__dict__",))) - {"__weakref__"} == set(names)  # (no cached hash)
-            and not hasattr(cls, "__attrs_post_init__") and not hasattr(cls, "__attrs_pre_init__")
-            and all(f.validator is None and f.on_setattr is None and (f.converter is None or f.name in converted)
-                    for f in fields))
-
-
-_STATE_FIELDS = tuple(f.name for f in attrs.fields(ControllerState))
-_STATE_PLAIN = _plain(ControllerState, _STATE_FIELDS, frozenset({"partitions"}))  # (as_image keeps an image)
-_state_values = attrgetter(*_STATE_FIELDS)
-_PARTITIONS = _STATE_FIELDS.index("partitions")
-_STATE_SLOTS = tuple(ControllerState.__dict__[name].__set__ for name in _STATE_FIELDS) if _STATE_PLAIN else ()
+_state_values = attrgetter(*STATE_FIELDS)
+_PARTITIONS = STATE_FIELDS.index("partitions")
 
 
 def decide(state: ControllerState, event) -> tuple[ControllerState, tuple] | None:
@@ -142,27 +126,21 @@ def _caught_up(isr: tuple, replicas: tuple, removing: tuple) -> bool:
 
 
 def _with_partitions(state: ControllerState, image) -> ControllerState:
-    """`attrs.evolve(state, partitions=image)` for an image (the field's converter keeps an image
-    as it is), its slots set directly: the frozen class's keyword `__init__` sets 21 fields
-    through `object.__setattr__`, twice the cost (while `_plain` says so)."""
-    if not _STATE_PLAIN:
-        return attrs.evolve(state, partitions=image)
-    new = object.__new__(ControllerState)
+    """`attrs.evolve(state, partitions=image)` for an image, its slots set directly
+    (`state.state_from`; the field's converter keeps an image as it is)."""
     values = list(_state_values(state))
     values[_PARTITIONS] = image
-    for put, value in zip(_STATE_SLOTS, values):
-        put(new, value)
-    return new
+    return state_from(*values)
 
 
 def _request_maker():
     """`SendUpdateMetadata(broker_id=, broker_epoch=, controller_epoch=, partitions=,
     live_brokers=, shutting_down=)`, built by setting its slots: an ISR change builds one per
-    broker, and the frozen class's keyword `__init__` costs twice as much. Only while `_plain`
+    broker, and the frozen class's keyword `__init__` costs twice as much. Only while `is_plain`
     says the class is these six plain fields: else its own constructor."""
     cls = C.SendUpdateMetadata
     names = ("broker_id", "broker_epoch", "controller_epoch", "partitions", "live_brokers", "shutting_down")
-    if not _plain(cls, names):
+    if not is_plain(cls, names):
         return lambda b, e, ce, p, lb, sd: cls(broker_id=b, broker_epoch=e, controller_epoch=ce, partitions=p,
                                                 live_brokers=lb, shutting_down=sd)
     sets = tuple(cls.__dict__[n].__set__ for n in names)

@@ -14,6 +14,7 @@ import attrs
 from .events import Event
 from .columns import EMPTY_IMAGE, as_image
 from .partition_info import PartitionInfo, _pair  # noqa: F401 (re-exported: the core imports them from here)
+from .plain_attrs import builder
 from .pmap import EMPTY, PMap
 from .values import TopicPartition
 
@@ -136,6 +137,15 @@ class ControllerState:
 
     def is_queued_for_deletion(self, topic: str) -> bool:
         return topic in self.topics_to_delete
+
+
+STATE_FIELDS = tuple(f.name for f in attrs.fields(ControllerState))
+"""`ControllerState`'s fields in declaration order."""
+
+state_from = builder(ControllerState, frozenset({"partitions"}))
+"""`state_from(*values)`: a `ControllerState` of every field's value in `STATE_FIELDS` order
+(`partitions` an image), built by setting its slots (plain_attrs.py): every decision makes
+one."""
 
 
 def initial_state(config: ControllerConfig) -> ControllerState:
