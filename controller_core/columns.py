@@ -917,6 +917,21 @@ class PartitionImage:
                     out[k] = odd.get(tps[k], info) if odd else info
         return out
 
+    def assignment_of(self, tp: TopicPartition) -> ReplicaAssignment | None:
+        """`get(tp).assignment` (None: absent), from the replica columns without building the
+        rest of the partition: the replay's history reads the assignment of every partition an
+        ISR change lists."""
+        at = self._present(tp)
+        if at is None:
+            return None
+        if self.odd:
+            info = self.odd.get(tp)
+            if info is not None:
+                return info.assignment
+        ch, s, _ = at
+        replicas = _cut(ch.replicas[s].tolist())
+        return _assignment(replicas, *_moving_at(ch, s, replicas))
+
     def assignments_of(self, tps: Sequence[TopicPartition]) -> list[ReplicaAssignment | None]:
         """`[get(tp).assignment ...]` (None for a partition the image does not hold), read from
         the replica columns without building the partitions: the reassignment plan, relisted on
@@ -941,6 +956,25 @@ class PartitionImage:
                     continue
                 replicas = _cut(row)
                 out[k] = _assignment(replicas, *_moving_at(ch, s, replicas)) if m else _assignment(replicas, (), ())
+        return out
+
+    def leaders_of(self, tps: Sequence[TopicPartition]) -> list[int | None]:
+        """`[get(tp).leader_isr.leader ...]` (None for a partition the image does not hold or
+        that has no leader-and-ISR), read from the leader column without building the
+        partitions: the replay's history notes the leader each write replaced."""
+        rows = self.rows_of(tps)
+        out: list = [None] * len(tps)
+        known = np.flatnonzero(rows >= 0)
+        odd = self.odd
+        for c, part, slots in chunk_groups(rows[known]):
+            ch = self.chunks[c]
+            present = ch.present[slots].tolist()
+            held = (ch.present[slots] & ch.has_state[slots]).tolist()
+            for k, p, h, leader in zip(known[part].tolist(), present, held, ch.leader[slots].tolist()):
+                if odd and p and (info := odd.get(tps[k])) is not None:
+                    out[k] = None if info.leader_isr is None else info.leader_isr.leader
+                elif h:
+                    out[k] = leader
         return out
 
     def views_many(self, tps: Iterable[TopicPartition]) -> dict:

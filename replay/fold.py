@@ -65,24 +65,27 @@ def state_hashes(encoded: dict) -> tuple[str, dict[str, str]]:
     return whole, fields
 
 
-def _get_many(partitions, tps: list) -> list:
-    """`[partitions.get(tp) for tp in tps]`; the core's partition image builds many at once."""
-    get_many = getattr(partitions, "get_many", None)
-    if get_many is not None and len(tps) > 8:
-        return get_many(tps)
-    get = partitions.get
-    return [get(tp) for tp in tps]
-
-
 def _assignments(partitions, tps: list) -> list:
     """`[partitions.get(tp).assignment ...]` (None for a partition it does not hold); the core's
     partition image reads many from its replica columns without building the partitions (a
     re-read of hundreds: about a third of the cost)."""
     assignments_of = getattr(partitions, "assignments_of", None)
-    if assignments_of is not None and len(tps) > 8:
-        return assignments_of(tps)
-    get = partitions.get
-    return [None if info is None else info.assignment for info in map(get, tps)]
+    if assignments_of is not None:
+        return assignments_of(tps) if len(tps) > 8 else list(map(partitions.assignment_of, tps))
+    return [None if info is None else info.assignment for info in map(partitions.get, tps)]
+
+
+def _leaders(partitions, tps: list) -> list:
+    """The leader each of `tps` has (None: absent or without a leader-and-ISR); the core's
+    partition image reads many from its leader column without building the partitions."""
+    leaders_of = getattr(partitions, "leaders_of", None)
+    if leaders_of is not None and len(tps) > 8:
+        return leaders_of(tps)
+    out = []
+    for info in map(partitions.get, tps):
+        li = None if info is None else info.leader_isr
+        out.append(None if li is None else li.leader)
+    return out
 
 
 def _li_list(li) -> list | None:
@@ -403,16 +406,19 @@ class UnitFold:
         allowed: dict[str, bool] = {}
         entries = []
         tps = [pw.tp for pw in c.writes]
-        for pw, info, before in zip(c.writes, _get_many(new.partitions, tps), _get_many(old.partitions, tps)):
+        # an assignment's lists made once (a cluster has few distinct assignments; rows share
+        # the lists, which nothing mutates)
+        lists: dict[int, tuple] = {id(None): ([], [], [])}
+        for pw, ra, before in zip(c.writes, _assignments(new.partitions, tps), _leaders(old.partitions, tps)):
             tp, li = pw.tp, pw.leader_isr
-            ra = info.assignment if info is not None else None
-            before = before.leader_isr.leader if before is not None and before.leader_isr is not None else None
+            ral = lists.get(id(ra))
+            if ral is None:
+                ral = lists[id(ra)] = (list(ra.replicas), list(ra.adding), list(ra.removing), ra)
             topic_allows = allowed.get(tp.topic)
             if topic_allows is None:
                 topic_allows = allowed[tp.topic] = new.unclean_allowed(tp.topic)
             entries.append([tp.topic, tp.partition, li.leader, li.leader_epoch, list(li.isr), li.controller_epoch,
-                            li.zk_version, pw.expected_version, list(ra.replicas) if ra else [],
-                            list(ra.adding) if ra else [], list(ra.removing) if ra else [],
+                            li.zk_version, pw.expected_version, ral[0], ral[1], ral[2],
                             [list(i) for i in intents.get(tp, ())], tp in unclean, topic_allows, before])
         return {"journal": self.journal, "controller_id": self.controller_id, "write_id": c.write_id, "seq": seq,
                 "time": at, "cause_type": etype, "epoch": new.epoch, "entries": entries,

@@ -218,8 +218,8 @@ def test_replica_states_and_assignments_read_in_bulk_are_what_the_partitions_giv
     """`replica_state_sets` (topic deletion's question on every StopReplica answer) of the image,
     and of a draft that changed some partitions and read others, gives for each group the union
     of `replica_states` over its partitions (groups of any size, empty ones too); and
-    `assignments_of`/`assignments` (the reassignment plan's check) each partition's assignment.
-    With a partition the columns keep whole (`odd`), partitions spread over several chunks, and
+    `assignments_of`/`assignments` (the reassignment plan's check) each partition's assignment
+    (`assignment_of` one at a time), and `leaders_of` (the replay's history of a write) each partition's leader. With a partition the columns keep whole (`odd`), partitions spread over several chunks, and
     removed ones (their rows stay)."""
     from controller_core.draft import Draft
     from controller_core.state import ControllerConfig, initial_state
@@ -231,13 +231,20 @@ def test_replica_states_and_assignments_read_in_bulk_are_what_the_partitions_giv
     if odd:  # a replica state outside the assignment: kept whole
         parts[TopicPartition("a", 0)] = PartitionInfo(ReplicaAssignment((1, 2)), None, PartitionState.OFFLINE,
                                                       ((3, ReplicaState.OFFLINE), (1, ReplicaState.DELETION_INELIGIBLE)))
+        # and a leader beyond int32 (which only hand-made values have): its column holds another
+        parts[TopicPartition("a", 1)] = PartitionInfo(ReplicaAssignment((1, 2)), LeaderIsr(2 ** 31, 0, (1,), 1, 0),
+                                                      PartitionState.ONLINE, ((1, ReplicaState.ONLINE),))
     image = as_image(pmap(parts))
     assert bool(image.odd) == odd
     image = image.with_changes(dict.fromkeys(list(parts)[::4]))  # removed: rows kept, not present
-    asked = asked + [TopicPartition("far", p) for p in range(0, 3 * CHUNK, 1400)] + [TopicPartition("a", 0)]
+    asked = asked + [TopicPartition("far", p) for p in range(0, 3 * CHUNK, 1400)] + [TopicPartition("a", 0),
+                                                                                      TopicPartition("a", 1)]
     groups = [asked[k::3] for k in range(3)] + [[]]
     assert image.replica_state_sets(groups) == _states_one_by_one(image, groups)
     assert image.assignments_of(asked) == [None if image.get(tp) is None else image.get(tp).assignment for tp in asked]
+    assert list(map(image.assignment_of, asked)) == image.assignments_of(asked)
+    assert image.leaders_of(asked) == [None if (info := image.get(tp)) is None or info.leader_isr is None
+                                       else info.leader_isr.leader for tp in asked]
 
     d = Draft(attrs.evolve(initial_state(ControllerConfig(broker_id=1)), partitions=image), cause="test")
     for tp, info in delta:
