@@ -82,10 +82,6 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     lai_lists: dict[int, list] = {}  # broker -> partitions sent a LeaderAndIsr, first seen first
     for b in _first_seen(brokers[send]):
         lai_lists[b] = [tps[i] for i in at[send & (brokers == b)].tolist()]
-    sent_at = at[send]  # (ascending: the pairs are in partition order)
-    if len(sent_at):
-        sent_at = sent_at[np.concatenate(([True], sent_at[1:] != sent_at[:-1]))]
-    told = [tps[i] for i in sent_at.tolist()]  # (and so an UpdateMetadata), in order
     # (state code, replica, legal) -> partitions, the groups in the order the walk meets them
     log: dict[tuple, list] = {}
     keys = codes.astype(np.int64) * (int(brokers.max(initial=0)) + 1) + brokers
@@ -98,8 +94,11 @@ def replicas_online(d: Draft, new: Collection[int]) -> list | None:
     d.requests.add_leader_and_isr(lai_lists, distinct=True)  # (each partition once per replica)
     if lai_lists:
         d.requests.um_everyone = True
-        if not d.requests.um_all:
-            d.requests.um_tps.extend(told, distinct=True)
+        if not d.requests.um_all:  # (a broker's startup has asked for UpdateMetadata of all already)
+            sent_at = at[send]  # (ascending: the pairs are in partition order)
+            sent_at = sent_at[np.concatenate(([True], sent_at[1:] != sent_at[:-1]))]
+            # each partition sent a LeaderAndIsr, and so an UpdateMetadata, in order
+            d.requests.um_tps.extend([tps[i] for i in sent_at.tolist()], distinct=True)
     for (code, r, ok), r_tps in log.items():
         if ok:
             d.record_many(REPLICA_STATES[code], _ONLINE, r_tps, r)

@@ -171,3 +171,31 @@ def test_new_replicas_a_reassignment_added_on_a_down_broker_go_online_over_the_c
     after = fast[0].partitions
     assert after[tp("a", 0)].replica_state(1) is ReplicaState.ONLINE
     assert after[tp("b", 0)].replica_state(1) is ReplicaState.ONLINE
+
+
+@settings(max_examples=100, deadline=None)
+@given(comebacks())
+def test_replicas_going_online_over_the_columns_ask_for_the_rules_update_metadata_list(case):
+    """A startup asks for UpdateMetadata of every partition before its replicas go online, so the
+    partitions the move itself sends (each one sent a LeaderAndIsr) are only listed when a draft
+    has not: then, in the rule's order, as `replicas.move` lists them."""
+    from controller_core import replicas as R
+    from controller_core.draft import Draft
+    from controller_core.machines import ReplicaState
+
+    topics, states, configs, up, joining, _, unclean, to_delete = case
+    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
+                              unclean_leader_election_enable=unclean)
+    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
+                       topics_to_delete=frozenset(to_delete))
+    if not _settled(state):
+        return
+    fast, slow = Draft(state, cause="test"), Draft(state, cause="test")
+    new = frozenset(joining)
+    if columnar_startup.replicas_online(fast, new) is None:
+        return  # (declined: the rule decides)
+    R.move(slow, R.replicas_on(slow, new), ReplicaState.ONLINE)
+    assert not fast.requests.um_all and not slow.requests.um_all
+    assert fast.requests.um_tps.tps() == slow.requests.um_tps.tps()
+    assert fast.requests.um_everyone == slow.requests.um_everyone
+    assert {b: p.tps() for b, p in fast.requests.lai.items()} == {b: p.tps() for b, p in slow.requests.lai.items()}
