@@ -26,6 +26,8 @@ import immutables
 
 from .codec_errors import CodecError, _bad, _build_failed, _missing, _unknown
 from .pmap import FrozenDict
+from .snapshot_states import SnapshotStates
+from .values import LeaderIsr, TopicPartition
 from .codec_tables import (
     VERSIONS,
     _COLUMNAR_FIELDS,
@@ -184,7 +186,10 @@ class _Compiler:
             return self._union(args, where)
         if origin is tuple:
             if len(args) == 2 and args[1] is Ellipsis:
-                return self._var_tuple(self.node(args[0], where))
+                node = self._var_tuple(self.node(args[0], where))
+                if args[0] == tuple[TopicPartition, LeaderIsr]:
+                    node = self._state_pairs(node)
+                return node
             if not args or args == ((),):
                 raise TypeError(f"codec: unsupported hint {hint!r} at {where}")
             return self._fixed_tuple(hint, [self.node(a, where) for a in args])
@@ -288,6 +293,15 @@ class _Compiler:
         )
         self.define(src, fn)
         return _Node(enc=enc, dec=lambda s: f"{fn}({s})", label=label)
+
+    def _state_pairs(self, node: _Node) -> _Node:
+        """(partition, state) pairs held as columns (`SnapshotStates`, a new controller's read of
+        every state) are encoded from their columns, into the lists the pair-at-a-time encoding
+        makes (tests/core/test_snapshot_states.py compares them)."""
+        cls = self.name(SnapshotStates, "_columns")
+        pairwise = node.enc
+        return _Node(enc=lambda s: f"({s}.encoded() if {s}.__class__ is {cls} else {pairwise(s)})", dec=node.dec,
+                     label=node.label)
 
     def _fixed_tuple(self, hint: Any, items: list[_Node]) -> _Node:
         n = len(items)

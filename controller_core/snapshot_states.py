@@ -78,6 +78,22 @@ class SnapshotStates(Sequence):
             versions.append(version)
         return cls(tuple(tps), tuple(contents), np.array(codes, np.int64), np.array(versions, np.int64))
 
+    def encoded(self) -> list:
+        """The pairs as the journal's codec encodes them (each `[[topic, partition], [leader,
+        leader_epoch, [isr], controller_epoch, zk_version]]`), from the columns: a new
+        controller's ControllerElected is journaled before it is decided, and encoding a
+        100,000-partition snapshot a pair at a time was the larger part of that record's time.
+        The lists of one content are made once and shared by its partitions' lists (the encoded
+        event is only read, by the JSON writer)."""
+        contents = self.contents
+        heads = [[c[0], c[1], list(c[2]), c[3]] for c in contents]
+        pairs = zip(self.tps, self.content_of.tolist(), self.versions.tolist())
+        if all(c[4].__class__ is int for c in contents):
+            return [[list(tp), [*heads[k], v]] for tp, k, v in pairs]
+        # (a content whose own version is not an int: the pair holds it where it equals the
+        # partition's, as iterating gives it)
+        return [[list(tp), [*heads[k], contents[k][4] if contents[k][4] == v else v]] for tp, k, v in pairs]
+
     def __len__(self) -> int:
         return len(self.tps)
 
