@@ -168,7 +168,7 @@ class UnitFold:
                     continue
             if kind == "event":
                 if seq < u["snapshot_seq"] and seq not in confirmed:
-                    continue  # journaled before the snapshot and never stepped by the live loop
+                    continue  # journaled before the snapshot and never stepped (or, after a kill, unconfirmed: plan.py)
                 if s["broken"] is None:
                     self._event(rec, file, line)
             elif kind == "effects":
