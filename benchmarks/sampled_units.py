@@ -48,7 +48,7 @@ def sampled_units(journal, count: int, seed: int = 4, node: int = 0) -> list[Sam
     out = []
     for u in picked:
         recs = sorted(r for s in summaries for r in records.get(s.path, ())
-                      if r[1] != "snapshot" and u.lo < (r[5] if r[1] == "effects" else r[0]) <= u.hi)
+                      if r[1] != "snapshot" and u.lo < (r[5] if r[1] == "effects" else r[0]) <= u.tail)
         out.append(SampledUnit(u._asdict(), records[u.head_path][0][4], recs))
     return out
 

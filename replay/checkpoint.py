@@ -199,7 +199,7 @@ def unit_keys(units: list[Unit], summaries: list[SegmentSummary], sha_of: dict[s
     """The key of every unit (see the module docstring)."""
     keys = {}
     for u, span in _spans(units, summaries):
-        text = json.dumps([VERSION, u.journal, u.snapshot_seq, u.lo, min(u.hi, INF),
+        text = json.dumps([VERSION, u.journal, u.snapshot_seq, u.lo, min(u.hi, INF), min(u.tail, INF),
                            [(s.name_seq, sha_of[s.path]) for s in span]])
         keys[u.unit] = hashlib.sha256(text.encode()).hexdigest()
     return keys

@@ -398,8 +398,10 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
     return only the small rows."""
     sc = spark.sparkContext
     unit_meta = {u.unit: {"unit": u.unit, "journal": u.journal, "head_path": u.head_path, "uid": uids[u.unit],
-                          "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index} for u in units}
-    units_df = spark.createDataFrame([(u.journal, u.unit, u.lo, min(u.hi, INF), u.head_path) for u in units],
+                          "snapshot_seq": u.snapshot_seq, "lo": u.lo, "hi": u.hi, "index": u.index, "tail": u.tail}
+                 for u in units}
+    # a unit takes the records up to its tail (plan.py: the unconfirmed events before the next snapshot)
+    units_df = spark.createDataFrame([(u.journal, u.unit, u.lo, min(u.tail, INF), u.head_path) for u in units],
                                      "journal STRING, unit INT, lo BIGINT, hi BIGINT, head_path STRING")
     heads_df = units_df.select(F.col("head_path").alias("path"), F.col("unit").alias("own_unit"))
     away = (lines.filter(F.col("ok") & ~F.col("torn") & (F.col("type") != "snapshot"))

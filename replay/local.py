@@ -20,7 +20,7 @@ from .fold import UnitFold
 from adapters.journal.format import InvalidRecord, find_journals, list_segments
 from .collector import gc_paused
 from .records import verify_line
-from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, unit_of
+from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, trailing_unit, unit_of
 
 
 def _lines(path: Path) -> tuple[list[bytes], bool, str | None]:
@@ -156,9 +156,13 @@ def _replay(root, display) -> Replay:
             key = event_seq if kind == "effects" else seq
             if key is None:
                 continue
-            u = unit_of(units_of.get(s.journal, []), key)
+            journal_units = units_of.get(s.journal, [])
+            u = unit_of(journal_units, key)
             if u is not None:
                 per_unit[u.unit].append(rec)
+            t = trailing_unit(journal_units, key)
+            if t is not None:
+                per_unit[t.unit].append(rec)
 
     timeline, elections, events = [], [], []
     terms, brokers, reassign, decisions, outcomes = [], [], [], [], []

@@ -21,11 +21,15 @@ journaled before S but stepped after it (the tail of a batch) are carried into t
 journaled before S that never got an "effects" record were never stepped by the live loop and are
 skipped. Each "effects" record goes to the unit of the event it describes.
 
-That last rule is wrong in one case: a process killed after stepping an event and before writing
-its effects record (they are written a little after the decision) leaves events that were
-stepped and have no effects record; when the restarted process's snapshot follows them, they are
-skipped too, and their decisions are missing from the history (README, "What is not done yet":
-the offline-time metric of a topic deleted just before its controller was killed).
+Not always: a process killed after stepping an event and before writing its effects record (they
+are written a little after the decision) leaves events that were stepped and have no effects
+record, and the next snapshot is the restarted process's empty state. So the unit before S also
+takes the records up to S (its `tail`): the events of (c(S), S) that no effects record confirms
+anywhere are re-executed there, on the state they followed, and reported unchecked
+("no-effects"), as the events at the very end of a journal are; those confirmed after S are the
+next unit's. (Found in a soak: a topic's deletion decided by such events was missing from the
+history, and its partitions counted offline until the end.) An event that a journal failure
+kept from being stepped is re-executed the same way: the journal cannot tell the two apart.
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ class Unit(NamedTuple):
     lo: int  # re-executes events with lo < seq <= hi
     hi: int
     index: int  # position of the unit within its journal
+    tail: int = INF  # and, up to the next snapshot (tail), the events no effects record confirms
 
 
 def finding(rule: str, severity: str, detail: str, *, journal=None, file=None, line=None, seq=None, time=None,
@@ -140,7 +145,8 @@ def plan_units(summaries: Iterable[SegmentSummary], display=lambda j: j) -> tupl
                 "snapshot and are not re-executed", journal=display(journal), file=segs[0].path, line=1))
         for k, (seg, cut) in enumerate(heads):
             hi = heads[k + 1][1] if k + 1 < len(heads) else INF
-            units.append(Unit(len(units), journal, seg.path, seg.head_seq, cut, hi, k))
+            tail = max(hi, heads[k + 1][0].head_seq - 1) if k + 1 < len(heads) else INF
+            units.append(Unit(len(units), journal, seg.path, seg.head_seq, cut, hi, k, tail))
     return units, findings
 
 
@@ -180,3 +186,20 @@ def unit_of(units_of_journal: list[Unit], key: int) -> Unit | None:
         return None
     u = units_of_journal[lo - 1]
     return u if key <= u.hi else None
+
+
+def trailing_unit(units_of_journal: list[Unit], key: int) -> Unit | None:
+    """The unit whose tail holds `key` (after its snapshot and its cut, before the next snapshot;
+    see the module docstring), or None: the record goes there too, besides the unit `unit_of`
+    gives. Tails do not overlap: each lies between its unit's snapshot and the next."""
+    lo, hi = 0, len(units_of_journal)
+    while lo < hi:  # the last unit whose snapshot precedes key
+        mid = (lo + hi) // 2
+        if units_of_journal[mid].snapshot_seq < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return None
+    u = units_of_journal[lo - 1]
+    return u if u.hi < key <= u.tail else None

@@ -122,7 +122,7 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
                 continue
             started = time.perf_counter()
             u = units[unit_id]
-            lo, hi = u["lo"], u["hi"]
+            lo, tail = u["lo"], u.get("tail", u["hi"])
             raw_lines = text.split("\n")
             if raw_lines and raw_lines[-1] == "":
                 raw_lines.pop()
@@ -144,7 +144,7 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
                     continue
                 event_seq = rec["body"].get("event_seq") if kind == "effects" else None
                 key = event_seq if kind == "effects" else rec["seq"]
-                if type(key) is int and lo < key <= hi:
+                if type(key) is int and lo < key <= tail:
                     records.append((rec["seq"], kind, path, n, rec, event_seq))
             for seq, kind, p, n, line_text, event_seq in boundary.get(unit_id, ()):
                 records.append((seq, kind, p, n, line_text, event_seq))

@@ -31,7 +31,10 @@ def test_the_chaos_journals_are_all_there():
 
 
 def test_every_decision_of_the_chaos_soak_re_executes_to_the_recorded_digest(chaos_replay):
-    assert chaos_replay["events"] == 162
+    # 167: since 2026-12-06 also the five events that killed processes had journaled without an
+    # effects record and that a restart's snapshot follows (re-executed in the dead process's
+    # unit, unchecked: replay/plan.py); 162 before
+    assert chaos_replay["events"] == 167
     assert chaos_replay["checked"] == 155  # the rest were cut off by a kill before their effects
     assert chaos_replay["mismatched"] == 0
 
