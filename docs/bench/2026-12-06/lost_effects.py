@@ -1,6 +1,6 @@
 """Why the seed-6 soak's replay counted chaos-29 offline for 115 s: its deletion was decided by
 events whose "effects" records were lost with their controller's process, which the replay's
-plan takes for events the live loop never stepped.
+plan took for events the live loop never stepped (before 4b37bba; fixed there).
 
     python lost_effects.py NODE_JOURNAL_DIR FIRST_SEQ LAST_SEQ TOPIC
 
