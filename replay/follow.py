@@ -21,7 +21,7 @@ import os
 import re
 import signal
 import sys
-import threading
+import time
 from pathlib import Path
 
 from . import report
@@ -63,13 +63,19 @@ def follow(spark, journals: list[str], out: str, *, poll: float = 2.0, full: boo
     from . import job
 
     stream = stream or sys.stdout
-    stopping = threading.Event()
+    # a plain flag, not a threading.Event: the handler runs in the main thread, which may be
+    # holding that Event's lock inside its own wait when the signal lands (setting the Event
+    # from the handler then waited for itself forever)
+    stopping = [False]
 
     def on_sigint(signum, frame):
-        if stopping.is_set():
+        if stopping[0]:
             raise KeyboardInterrupt
-        stopping.set()
-        print("stopping after this pass (SIGINT again to interrupt)", file=stream, flush=True)
+        stopping[0] = True
+        try:
+            print("stopping after this pass (SIGINT again to interrupt)", file=stream, flush=True)
+        except RuntimeError:  # (the main thread was writing to the same stream: it says so when it stops)
+            pass
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     printed: set[tuple] = set()
@@ -79,7 +85,7 @@ def follow(spark, journals: list[str], out: str, *, poll: float = 2.0, full: boo
     print(f"following {' '.join(journals)}: auditing segments as they close (every {poll:g} s; Ctrl-C stops)",
           file=stream, flush=True)
     try:
-        while not stopping.is_set():
+        while not stopping[0]:
             listing = closed_segments(journals)
             if listing and listing != seen:
                 found: list[dict] = []
@@ -100,7 +106,9 @@ def follow(spark, journals: list[str], out: str, *, poll: float = 2.0, full: boo
                 print(f"audited {stats['segments']:,} closed segment(s), {stats['events']:,} events "
                       f"({inc.get('events_executed', 0):,} re-executed now): "
                       f"{'PASS' if result == 0 else 'FAIL (violations found)'}", file=stream, flush=True)
-            stopping.wait(poll)
+            deadline = time.monotonic() + poll
+            while not stopping[0] and (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(left, 0.1))
     finally:
         signal.signal(signal.SIGINT, previous)
     print(f"stopped after {passes} pass(es); checkpoint saved in {out}/_checkpoint; verdict: "
