@@ -174,7 +174,7 @@ class UnitFold:
                     # (not confirmed anywhere: stepped by a process killed before its effects
                     # record, or never; re-executed here, unchecked: plan.py)
                 elif seq < u["snapshot_seq"] and seq not in confirmed:
-                    continue  # journaled before the snapshot, stepped after the last one (plan.py)
+                    continue  # journaled before the snapshot and never confirmed: the previous unit's tail (plan.py)
                 if s["broken"] is None:
                     self._event(rec, file, line)
             elif kind == "effects":

@@ -2,7 +2,7 @@
 over sampled units folded as the tasks fold them (docs/bench/2026-11-28-evening/foldprof.py's set-up)."""
 import sys, time, runpy
 from collections import Counter
-import replay.fold as F, replay.tasks as T, replay.records as R
+import replay.fold as F, replay.tasks as T
 from controller_core import codec
 acc = Counter(); calls = Counter()
 def wrap(obj, name, label):
