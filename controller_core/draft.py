@@ -431,7 +431,7 @@ class Draft:
         log = self._log_command()
         if log is not None:
             commands.append(log)
-        outbox = self.requests.close(self.brokers, self.has_writes, self.intents, self.cause, self.has_writes)
+        outbox = self.requests.close(self.brokers, self.has_writes, self.intents, self.cause)
         if self.has_writes:  # (the draft ends here: its own fields become the state's)
             write_id = self.next_write_id
             self.next_write_id += 1

@@ -156,17 +156,18 @@ class RequestBatch:
             tps = self.stop[key] = PartitionBatch()
         tps.add(tp)
 
-    def close(self, brokers, parked: bool, intents: dict, cause: str, has_writes: bool) -> "Outbox | _Release | None":
-        """The batch as the decision leaves it (None: nothing to send and no writes). `parked`:
-        an `Outbox` waiting for the decision's writes (`intents` for retries; `brokers`, the
-        brokers as the decision saw them, so that a request to a broker that restarts meanwhile
-        is dropped). Otherwise the requests go out in this very step, so they are only read by
-        `emit_outbox` now, as a `_Release`: no retry intents, and no broker epochs, whose filter
-        could drop nothing (they would be read from these same brokers)."""
+    def close(self, brokers, parked: bool, intents: dict, cause: str) -> "Outbox | _Release | None":
+        """The batch as the decision leaves it (None: nothing to send and no writes). `parked`
+        (the decision writes partition states): an `Outbox` waiting for the writes (`intents`
+        for retries, even with no request; `brokers`, the brokers as the decision saw them, so
+        that a request to a broker that restarts meanwhile is dropped). Otherwise the requests
+        go out in this very step, so they are only read by `emit_outbox` now, as a `_Release`:
+        no retry intents, and no broker epochs, whose filter could drop nothing (they would be
+        read from these same brokers)."""
         if self.um_everyone:
             self.um_brokers.update(brokers.keys())
         if not (self.lai or self.um_brokers or self.stop or self.shutdown_replies or self.election_replies
-                or has_writes):
+                or parked):
             return None  # (a decision with writes always parks an outbox: its intents, for retries)
         lai = self.lai
         if not parked:
