@@ -33,6 +33,8 @@ kept from being stepped is re-executed the same way: the journal cannot tell the
 """
 from __future__ import annotations
 
+import bisect
+from operator import attrgetter
 from typing import Iterable, NamedTuple
 
 INF = 1 << 62
@@ -173,33 +175,22 @@ def mixed_clusters(cluster_ids: Iterable[tuple[str, str, str | None]], display=l
     return None
 
 
+def _last_before(units_of_journal: list[Unit], key: int, field) -> Unit | None:
+    """The last unit whose `field` is below `key` (units of one journal, in order; the field
+    never decreases along them)."""
+    k = bisect.bisect_left(units_of_journal, key, key=field)
+    return units_of_journal[k - 1] if k else None
+
+
 def unit_of(units_of_journal: list[Unit], key: int) -> Unit | None:
     """The unit whose range holds `key` (units of one journal, in order)."""
-    lo, hi = 0, len(units_of_journal)
-    while lo < hi:  # the last unit with u.lo < key
-        mid = (lo + hi) // 2
-        if units_of_journal[mid].lo < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo == 0:
-        return None
-    u = units_of_journal[lo - 1]
-    return u if key <= u.hi else None
+    u = _last_before(units_of_journal, key, attrgetter("lo"))
+    return u if u is not None and key <= u.hi else None
 
 
 def trailing_unit(units_of_journal: list[Unit], key: int) -> Unit | None:
     """The unit whose tail holds `key` (after its snapshot and its cut, before the next snapshot;
     see the module docstring), or None: the record goes there too, besides the unit `unit_of`
     gives. Tails do not overlap: each lies between its unit's snapshot and the next."""
-    lo, hi = 0, len(units_of_journal)
-    while lo < hi:  # the last unit whose snapshot precedes key
-        mid = (lo + hi) // 2
-        if units_of_journal[mid].snapshot_seq < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo == 0:
-        return None
-    u = units_of_journal[lo - 1]
-    return u if u.hi < key <= u.tail else None
+    u = _last_before(units_of_journal, key, attrgetter("snapshot_seq"))
+    return u if u is not None and u.hi < key <= u.tail else None

@@ -33,15 +33,23 @@ def _settled(state) -> bool:
     return not (state.pending or state.rechecking or not state.active)
 
 
-def both_ways(case, module=columnar_startup, entry="replicas_online", before=None):
-    """The comeback's `step()` with the columnar path `module.<entry>` and without it; `before`
-    (state -> state) runs after the election (None if a write or re-read is left open)."""
-    topics, states, configs, up, joining, also_dying, unclean, to_delete = case
+def _elected_without_them(case):
+    """The cluster of a comeback, elected while the joining brokers were down (None if a write
+    or re-read is left open)."""
+    topics, states, configs, up, _, _, unclean, to_delete = case
     config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
                               unclean_leader_election_enable=unclean)
     state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
                        topics_to_delete=frozenset(to_delete))
-    if not _settled(state):
+    return state if _settled(state) else None
+
+
+def both_ways(case, module=columnar_startup, entry="replicas_online", before=None):
+    """The comeback's `step()` with the columnar path `module.<entry>` and without it; `before`
+    (state -> state) runs after the election (None if a write or re-read is left open)."""
+    _, _, _, up, joining, also_dying, _, _ = case
+    state = _elected_without_them(case)
+    if state is None:
         return None
     if before is not None:
         state = before(state)
@@ -183,13 +191,10 @@ def test_replicas_going_online_over_the_columns_ask_for_the_rules_update_metadat
     from controller_core.draft import Draft
     from controller_core.machines import ReplicaState
 
-    topics, states, configs, up, joining, _, unclean, to_delete = case
-    config = ControllerConfig(broker_id=up[0], auto_leader_rebalance_enable=False,
-                              unclean_leader_election_enable=unclean)
-    state, _ = elected(brokers=tuple(up), topics=topics, states=states, config=config, topic_configs=configs,
-                       topics_to_delete=frozenset(to_delete))
-    if not _settled(state):
+    state = _elected_without_them(case)
+    if state is None:
         return
+    joining = case[4]
     fast, slow = Draft(state, cause="test"), Draft(state, cause="test")
     new = frozenset(joining)
     if columnar_startup.replicas_online(fast, new) is None:
