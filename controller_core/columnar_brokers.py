@@ -37,6 +37,7 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import Draft
+from .intents import Strategy, WriteIntent
 from .request_batch import ALL
 from .partition_batch import PartitionBatch, by_broker, by_state_and_broker, picker
 from .machines import PartitionState, ReplicaState
@@ -46,7 +47,8 @@ ENABLED = True
 
 _ONLINE, _NEW, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.NEW], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_ELECT = ("elect", "offline")
+_ELECT = (WriteIntent.ELECT, Strategy.OFFLINE)
+_SHRINK = WriteIntent.SHRINK
 
 
 def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
@@ -153,7 +155,7 @@ def on_broker_failure(d: Draft, dead: Collection[int]) -> bool:
     if shrinks:
         acc: dict[int, tuple] = {}
         for b, hit in shrinks:
-            step_intent = (("shrink", b),)
+            step_intent = ((_SHRINK, b),)
             for r in hit.tolist():
                 acc[r] = acc.get(r, ()) + step_intent
         intents.update(zip(w_tps[len(e_tps):], [acc[r] for r in shrink_rows.tolist()]))

@@ -41,6 +41,7 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import Draft
+from .intents import Strategy, WriteIntent
 from .machines import PartitionState, ReplicaState
 from .partition_batch import PartitionBatch, by_broker, by_state_and_broker, picker
 from .values import INITIAL_LEADER_EPOCH, NO_LEADER, NO_ZK_VERSION
@@ -50,8 +51,9 @@ ENABLED = True
 
 _ONLINE, _OFFLINE, _NEW = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.NEW]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_ELECT = ("elect", "offline")
-_INIT = ("init",)
+_ELECT = (WriteIntent.ELECT, Strategy.OFFLINE)
+_INIT = (WriteIntent.INIT,)
+_SHRINK = WriteIntent.SHRINK
 
 
 def start_machines(d: Draft) -> bool:
@@ -255,11 +257,11 @@ def _writes_intents(w_tps: list, w_order: np.ndarray, dead: list, shrunk_by: lis
         distinct, inverse = np.unique(key, return_inverse=True)
         made = []
         for code in distinct.tolist():
-            shrinks = tuple(("shrink", b) for i, b in enumerate(dead) if code >> (i + 2) & 1)
+            shrinks = tuple((_SHRINK, b) for i, b in enumerate(dead) if code >> (i + 2) & 1)
             made.append(shrinks + ((_ELECT,) if code & 3 == 1 else (_INIT,) if code & 3 == 2 else ()))
         return dict(zip(w_tps, map(made.__getitem__, inverse.reshape(-1).tolist())))
     hits = np.stack([by_b[w_order] for by_b in shrunk_by], axis=1).tolist()
-    return {tp: tuple(("shrink", b) for b, h in zip(dead, hit) if h)
+    return {tp: tuple((_SHRINK, b) for b, h in zip(dead, hit) if h)
             + ((_ELECT,) if k == 1 else (_INIT,) if k == 2 else ())
             for tp, hit, k in zip(w_tps, hits, key.tolist())}
 

@@ -30,6 +30,7 @@ from . import partitions as P
 from . import vector_election as V
 from .columns import P_CODE, PAD, _cut
 from .draft import Draft
+from .intents import WriteIntent
 from .machines import PartitionState
 from .partition_batch import PartitionBatch, by_broker
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION
@@ -38,8 +39,8 @@ ENABLED = True
 """Tests switch this off to compare with the rule's walk."""
 
 _NEW, _OFFLINE, _ONLINE = P_CODE[PartitionState.NEW], P_CODE[PartitionState.OFFLINE], P_CODE[PartitionState.ONLINE]
-_ELECT = (("elect", P.OFFLINE),)
-_INIT = (("init",),)
+_ELECT = ((WriteIntent.ELECT, P.OFFLINE),)
+_INIT = ((WriteIntent.INIT,),)
 
 
 def elect_waiting(d: Draft) -> bool:

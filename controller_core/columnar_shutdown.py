@@ -39,6 +39,7 @@ import numpy as np
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
 from .draft import Draft
+from .intents import WriteIntent
 from .partition_batch import PartitionBatch, by_broker
 from .machines import PartitionState, ReplicaState
 from .partitions import CONTROLLED_SHUTDOWN, refusal
@@ -48,7 +49,7 @@ ENABLED = True
 
 _ONLINE, _OFFLINE = P_CODE[PartitionState.ONLINE], P_CODE[PartitionState.OFFLINE]
 _R_OFFLINE = R_CODE[ReplicaState.OFFLINE]
-_ELECT = (("elect", CONTROLLED_SHUTDOWN),)
+_ELECT = ((WriteIntent.ELECT, CONTROLLED_SHUTDOWN),)
 
 
 def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
@@ -156,7 +157,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     w_tps = l_tps + s_tps
     w_rows = np.concatenate((l_rows, f_rows[hit])).astype(np.intp)
     d.add_intents(dict.fromkeys(l_tps, _ELECT))
-    d.intents.update(dict.fromkeys(s_tps, (("shrink", broker_id),)))
+    d.intents.update(dict.fromkeys(s_tps, ((WriteIntent.SHRINK, broker_id),)))
     written_columns = d.write_rows(w_tps, w_rows, np.concatenate((new_leader, f_leader[hit])),
                                    np.concatenate((l_epoch, f_epoch[hit])),
                                    np.concatenate((new_isr, f_isr[hit])))

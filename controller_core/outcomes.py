@@ -17,6 +17,7 @@ from . import partitions as P
 from . import replicas as R
 from .columns import chunk_groups
 from .draft import Draft
+from .intents import Strategy, WriteIntent
 from .request_batch import ALL, emit_outbox
 from .events import PartitionStatesWritten
 from .machines import PartitionState, ReplicaState
@@ -144,18 +145,23 @@ def _drop_offline_replicas(d: Draft, tp) -> None:
             R.shrink_isr(d, tp, r)
 
 
-_NEEDS_LIVE_TOPIC = ("init", "elect", "bump")
+_NEEDS_LIVE_TOPIC = (WriteIntent.INIT, WriteIntent.ELECT, WriteIntent.BUMP)
 """Intents that choose or confirm a leader: not re-applied to a topic queued for deletion."""
 
 
 def _reapply(d: Draft, tp, intent) -> None:
-    kind = intent[0]
+    try:
+        # a parked outbox decoded from a snapshot holds the intents' plain strings: equal to
+        # the members, made members here so that an unknown one fails now, by name
+        kind = WriteIntent(intent[0])
+    except ValueError:
+        raise ValueError(f"unknown write intent {intent!r}") from None
     info = d.info(tp)
     li = info.leader_isr
     if kind in _NEEDS_LIVE_TOPIC and (d.queued_for_deletion(tp.topic) or info.state is PartitionState.NON_EXISTENT):
         d.record(info.state, info.state, tp, ok=False, detail=f"{kind} not retried: the topic is being deleted")
         return
-    if kind == "init":
+    if kind is WriteIntent.INIT:
         replicas = info.assignment.replicas
         if (li.leader != -1 and li.leader not in replicas) or not set(li.isr) <= set(replicas):
             # a state znode left behind by an earlier incarnation of the partition (its topic
@@ -169,10 +175,10 @@ def _reapply(d: Draft, tp, intent) -> None:
             P.to_online(d, (tp,), P.OFFLINE)
         else:
             d.requests.send_leader_and_isr([r for r in info.assignment.replicas if r in live], tp, is_new=True)
-    elif kind == "elect":
-        if P.elect(d, tp, intent[1]) is not None and li.leader not in d.live:
+    elif kind is WriteIntent.ELECT:
+        if P.elect(d, tp, Strategy(intent[1])) is not None and li.leader not in d.live:
             d.move_partition(tp, PartitionState.OFFLINE)
-    elif kind == "shrink":
+    elif kind is WriteIntent.SHRINK:
         replica = intent[1]
         if replica in d.live and info.replica_state(replica) is ReplicaState.ONLINE:
             # the replica came back while the write was in flight (and its leader may already
@@ -182,8 +188,8 @@ def _reapply(d: Draft, tp, intent) -> None:
         R.shrink_isr(d, tp, replica)
         if not d.queued_for_deletion(tp.topic):
             d.requests.send_leader_and_isr([r for r in info.assignment.replicas if r != replica], tp)
-    elif kind == "bump":
-        d.write_change(tp, info, li.leader, li.isr, ("bump",))
+    elif kind is WriteIntent.BUMP:
+        d.write_change(tp, info, li.leader, li.isr, (WriteIntent.BUMP,))
         d.requests.send_leader_and_isr(info.assignment.replicas, tp)
     else:
         raise ValueError(f"unknown write intent {intent!r}")

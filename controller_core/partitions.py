@@ -14,23 +14,23 @@ import numpy as np
 from . import election
 from .columns import P_CODE
 from .draft import Draft
+from .intents import Strategy, WriteIntent
 from .machines import PartitionState
 from .state import PartitionInfo
 from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION, LeaderIsr, TopicPartition
 
-OFFLINE = "offline"
-OFFLINE_UNCLEAN = "offline-unclean"  # an admin-requested UNCLEAN election: unclean allowed
-REASSIGN = "reassign"
-PREFERRED = "preferred"
-CONTROLLED_SHUTDOWN = "controlled-shutdown"
-STRATEGIES = (OFFLINE, OFFLINE_UNCLEAN, REASSIGN, PREFERRED, CONTROLLED_SHUTDOWN)
+# plain module names: callers say P.OFFLINE, and an enum attribute lookup is slow in a loop
+OFFLINE, OFFLINE_UNCLEAN, REASSIGN = Strategy.OFFLINE, Strategy.OFFLINE_UNCLEAN, Strategy.REASSIGN
+PREFERRED, CONTROLLED_SHUTDOWN = Strategy.PREFERRED, Strategy.CONTROLLED_SHUTDOWN
+STRATEGIES = tuple(Strategy)
+_INIT, _ELECT = WriteIntent.INIT, WriteIntent.ELECT
 
 P = PartitionState
 NEW, ONLINE, OFFLINE_STATE = P.NEW, P.ONLINE, P.OFFLINE  # plain names: enum attribute lookups are slow
 _NEW_CODE, _OFFLINE_CODE = P_CODE[NEW], P_CODE[OFFLINE_STATE]
 
 
-def to_online(d: Draft, tps: Iterable[TopicPartition], strategy: str = OFFLINE) -> dict[TopicPartition, str | None]:
+def to_online(d: Draft, tps: Iterable[TopicPartition], strategy: Strategy = OFFLINE) -> dict[TopicPartition, str | None]:
     """Kafka's handleStateChanges(partitions, OnlinePartition, strategy).
 
     Returns each partition's error (None on success)."""
@@ -63,12 +63,12 @@ def initialize(d: Draft, tp: TopicPartition) -> str | None:
         return NO_LIVE_REPLICA
     li = LeaderIsr(live_replicas[0], INITIAL_LEADER_EPOCH, live_replicas, d.epoch, NO_ZK_VERSION)
     d.record(NEW, ONLINE, tp)
-    d.write_leader_isr(tp, li, ("init",), info, ONLINE)
+    d.write_leader_isr(tp, li, (_INIT,), info, ONLINE)
     d.requests.send_leader_and_isr(live_replicas, tp, is_new=True)
     return None
 
 
-def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
+def choose(d: Draft, tp: TopicPartition, strategy: Strategy, info=None):
     """Run one election strategy for `tp` on the draft: `(leader, new ISR, recipients, unclean)`,
     or an error string. Shared by first decisions and by retries after a version conflict."""
     if info is None:
@@ -116,12 +116,12 @@ def choose(d: Draft, tp: TopicPartition, strategy: str, info=None):
     return leader, isr, recipients, unclean
 
 
-def refusal(strategy: str, isr: tuple[int, ...]) -> str:
+def refusal(strategy: Strategy, isr: tuple[int, ...]) -> str:
     """The error of an election that found no leader (logged, and answered to election requests)."""
     return f"no eligible leader under the {strategy} strategy (isr {list(isr)})"
 
 
-def _candidates(d: Draft, strategy: str, info) -> list[int]:
+def _candidates(d: Draft, strategy: Strategy, info) -> list[int]:
     """The replicas that `strategy` may elect, leaving ISR membership aside."""
     if strategy == REASSIGN:
         live = d.live
@@ -139,7 +139,7 @@ def _candidates(d: Draft, strategy: str, info) -> list[int]:
 UNCLEAN = "unclean leader election"
 
 
-def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
+def elect(d: Draft, tp: TopicPartition, strategy: Strategy, info=None) -> str | None:
     """Online/Offline -> Online through an election; on failure the state is left alone."""
     if info is None:
         info = d.info(tp)
@@ -150,7 +150,7 @@ def elect(d: Draft, tp: TopicPartition, strategy: str, info=None) -> str | None:
         return chosen
     leader, isr, recipients, unclean = chosen
     d.record(current, ONLINE, tp, detail=UNCLEAN if unclean else "")
-    d.write_change(tp, info, leader, isr, ("elect", strategy), ONLINE)
+    d.write_change(tp, info, leader, isr, (_ELECT, strategy), ONLINE)
     d.requests.send_leader_and_isr(recipients, tp)
     return None
 
@@ -177,7 +177,7 @@ def offline_then_elect(d: Draft, tps: Iterable[TopicPartition]) -> None:
             continue
         leader, isr, recipients, unclean = chosen
         d.record(OFFLINE_STATE, ONLINE, tp, detail=UNCLEAN if unclean else "")
-        d.write_change(tp, info, leader, isr, ("elect", OFFLINE), ONLINE)
+        d.write_change(tp, info, leader, isr, (_ELECT, OFFLINE), ONLINE)
         d.requests.send_leader_and_isr(recipients, tp)
 
 

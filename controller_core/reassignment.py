@@ -21,6 +21,7 @@ from . import partitions as P
 from . import replicas as R
 from .columns import PAD
 from .draft import Draft
+from .intents import WriteIntent
 from .machines import ReplicaState
 from .state import PartitionInfo
 from .values import ReplicaAssignment, TopicPartition
@@ -183,7 +184,7 @@ def _bump_leader_epoch_and_send(d: Draft, tp: TopicPartition, ra: ReplicaAssignm
         d.record(info.state, info.state, tp, ok=False,
                  detail="cannot send LeaderAndIsr with the new assignment: no leader state or a newer controller wrote it")
         return
-    d.write_change(tp, info, li.leader, li.isr, ("bump",))
+    d.write_change(tp, info, li.leader, li.isr, (WriteIntent.BUMP,))
     d.requests.send_leader_and_isr(ra.replicas, tp)
 
 

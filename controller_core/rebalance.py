@@ -11,9 +11,10 @@ from __future__ import annotations
 from . import commands as C
 from . import partitions as P
 from .draft import Draft
+from .intents import Timer
 from .values import NO_LEADER, TopicPartition
 
-REBALANCE_TIMER = "auto-leader-rebalance"
+REBALANCE_TIMER = Timer.REBALANCE
 FIRST_REBALANCE_DELAY_MS = 5_000  # Kafka schedules the first check 5 s after failover
 
 NOT_NEEDED = "ELECTION_NOT_NEEDED: leader election not needed for topic partition"

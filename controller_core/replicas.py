@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .draft import Draft
+from .intents import WriteIntent
 from .machines import REPLICA_VALID_PREVIOUS, ReplicaState
 from .state import PartitionInfo
 from .values import NO_LEADER, ReplicaAssignment, TopicPartition
@@ -91,7 +92,7 @@ def shrink_isr(d: Draft, tp: TopicPartition, replica: int) -> None:
     isr = li.isr if len(li.isr) == 1 else tuple(r for r in li.isr if r != replica)
     if leader == li.leader and isr == li.isr:
         return
-    d.write_change(tp, info, leader, isr, ("shrink", replica))
+    d.write_change(tp, info, leader, isr, (WriteIntent.SHRINK, replica))
 
 
 def _to_deletion_started(d: Draft, tp, replica, info, current) -> None:

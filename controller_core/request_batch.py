@@ -47,7 +47,7 @@ class Outbox:
     - `um_brokers` / `um_partitions`: UpdateMetadata recipients and partitions (None = all).
     - `stop_replica`: (broker, delete, (tp, ...)).
     - `intents`: (tp, (intent, ...)) to re-decide a partition whose write conflicted; an
-      intent is ("init",), ("elect", strategy), ("shrink", replica) or ("bump",).
+      intent is (INIT,), (ELECT, strategy), (SHRINK, replica) or (BUMP,) (`intents.WriteIntent`).
     - `broker_epochs`: the registration epoch of each broker when the decision was made; a
       request to a broker that has since restarted (or left) is dropped, because it was meant
       for the previous incarnation (Kafka drops a broker's queue when it leaves).

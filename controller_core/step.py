@@ -37,6 +37,7 @@ from . import commands as C
 from . import events as E
 from . import dynamic_config, failover, isr_change, log_dirs
 from .draft import Draft
+from .intents import Timer
 from .state import ControllerState, PartitionInfo
 
 NOT_CONTROLLER = "NOT_CONTROLLER: this node is not the active controller"
@@ -210,7 +211,7 @@ def _responded(d: Draft, event: E.LeaderAndIsrResponded) -> None:
 
 
 def _timer(d: Draft, event: E.TimerFired) -> None:
-    if event.name == rebalance.REBALANCE_TIMER:
+    if event.name == Timer.REBALANCE:  # (a decoded event holds the plain string; equal)
         rebalance.on_rebalance_timer(d)
 
 

@@ -39,6 +39,7 @@ from typing import Iterable
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
+from controller_core.intents import Strategy, WriteIntent
 from controller_core.state import initial_state
 from controller_core.step import step
 
@@ -50,8 +51,8 @@ from .records import verify_line
 from .plan import INF, finding
 
 _canonical = _orjson_canonical or codec.canonical_json
-ELECTION_KINDS = {"offline": "clean", "offline-unclean": "clean", "reassign": "reassign", "preferred": "preferred",
-                  "controlled-shutdown": "controlled_shutdown"}
+ELECTION_KINDS = {Strategy.OFFLINE: "clean", Strategy.OFFLINE_UNCLEAN: "clean", Strategy.REASSIGN: "reassign",
+                  Strategy.PREFERRED: "preferred", Strategy.CONTROLLED_SHUTDOWN: "controlled_shutdown"}
 _TERM_END = (E.ControllerResigned, E.ControllerFenced)
 
 
@@ -494,9 +495,9 @@ def confirm(decision: dict, outcome: dict) -> tuple[list[dict], list[dict]]:
 def _election(decision, topic, p, leader, lepoch, isr, intents, unclean, allowed, before, outcome_kind):
     strategy = None
     for intent in intents:
-        if intent and intent[0] == "elect":
+        if intent and intent[0] == WriteIntent.ELECT:
             strategy = intent[1]
-        elif intent and intent[0] == "init" and strategy is None:
+        elif intent and intent[0] == WriteIntent.INIT and strategy is None:
             strategy = "init"
     if strategy is None:
         return None
@@ -507,7 +508,7 @@ def _election(decision, topic, p, leader, lepoch, isr, intents, unclean, allowed
             "controller_id": decision["controller_id"], "epoch": decision["epoch"], "topic": topic, "partition": p,
             "kind": kind, "strategy": strategy, "leader_before": before, "leader": leader, "leader_epoch": lepoch,
             "isr": isr, "unclean": bool(unclean), "unclean_allowed": bool(allowed),
-            "admin_requested": strategy == "offline-unclean", "outcome": outcome_kind,
+            "admin_requested": strategy == Strategy.OFFLINE_UNCLEAN, "outcome": outcome_kind,
             "cause_type": decision["cause_type"], "cause_seq": decision["seq"], "confirm_seq": None,
             "file": decision.get("file"), "line": decision.get("line")}
 
