@@ -36,7 +36,7 @@ def on_brokers_changed(d: Draft, listing: tuple[BrokerInfo, ...]) -> None:
         on_broker_startup(d, frozenset(bounced))
     if dead:
         _remove(d, dead)
-        on_broker_failure(d, frozenset(dead))
+        on_broker_failure(d, frozenset(dead), last=True)  # (a modified broker's UpdateMetadata re-reads nothing)
     if modified:
         _add(d, [current[b] for b in modified])
         d.requests.send_update_metadata_to_all(ALL)
@@ -76,16 +76,18 @@ def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
         deletion.resume_for_topics(d, deleting)
 
 
-def on_broker_failure(d: Draft, dead: frozenset[int]) -> None:
+def on_broker_failure(d: Draft, dead: frozenset[int], last: bool = False) -> None:
     """Kafka's onBrokerFailure + onReplicasBecomeOffline: leaderless partitions go Offline and
     are re-elected with every other New/Offline partition, the dead brokers' replicas go
     Offline (leaving the ISR), and deletions touching them fail over.
 
     One scan of the partitions collects all three sets (Kafka scans three times); at 10,000
-    partitions each scan is a measurable share of the failover step."""
+    partitions each scan is a measurable share of the failover step. `last`: nothing after it
+    in this decision can refuse an election (a bounce's startup can), so a refusal that needs a
+    re-read may stop the decision at once (`draft.DecisionParked`)."""
     if d.shutting_down & dead:
         d.set_shutting_down(d.shutting_down - dead)
-    if columnar_brokers.on_broker_failure(d, dead):
+    if columnar_brokers.on_broker_failure(d, dead, last):
         return  # the same decision over the columns (the common case; see columnar_brokers.py)
     live = d.live
     to_delete = d.topics_to_delete

@@ -63,6 +63,15 @@ def _rejections(kind: str, reasons: list[str]) -> list:
                                               f"and {len(reasons) - REJECTIONS_LISTED} more")]
 
 
+class DecisionParked(Exception):
+    """Raised by a handler once its decision is sure to be dropped for a re-read of the ISRs it
+    refused on (`Draft.unconfirmed`, see step.py), and nothing left to decide in it can add a
+    partition to that re-read: the rest of the decision would be computed only to be thrown
+    away. `step._drafted` catches it and parks the event as it would at the end. Only a handler
+    that knows it is the last part of its decision may raise it: the re-read's partitions, in
+    their order, are journaled with the decision's digest."""
+
+
 _WORKING = tuple(name for name in STATE_FIELDS if name != "partitions")
 """The state fields a draft holds as attributes, from the state's own list (a field added to
 `ControllerState` reaches every draft without being listed here); the partitions live in the

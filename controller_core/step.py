@@ -36,7 +36,7 @@ from . import brokers, deletion, outcomes, reassignment, rebalance, shutdown, to
 from . import commands as C
 from . import events as E
 from . import dynamic_config, failover, isr_change, log_dirs
-from .draft import Draft
+from .draft import DecisionParked, Draft
 from .intents import Timer
 from .state import ControllerState, PartitionInfo
 
@@ -77,7 +77,10 @@ def _drafted(fn: Callable[[Draft, object], None]):
     this very event (see the module docstring), whose refusals are final."""
     def handler(state: ControllerState, event, confirmed: frozenset = frozenset()) -> tuple[ControllerState, tuple]:
         d = Draft(state, cause=type(event).__name__, confirmed=confirmed)
-        fn(d, event)
+        try:
+            fn(d, event)
+        except DecisionParked:
+            pass  # (the rest of the decision could only be dropped: see DecisionParked)
         if d.unconfirmed and not confirmed:
             return _recheck(state, event, tuple(d.unconfirmed))
         return d.finish()

@@ -161,3 +161,55 @@ def test_a_failure_alone_hands_its_writes_to_the_command_as_columns():
     assert write == [c for c in slow[1] if type(c).__name__ == "WritePartitionStates"][0]
     assert [(w.tp, w.leader_isr.leader, w.leader_isr.isr, w.expected_version) for w in write.writes] == [
         (tp("t", 0), 2, (2,), 7), (tp("t", 1), 2, (2,), 3)]
+
+
+def test_a_failure_met_with_a_stale_isr_parks_before_building_the_rest_and_re_reads_in_partition_order(monkeypatch):
+    """Broker 1 dies leading partitions whose cached ISR holds only it while replicas 2 and 3
+    are live: the decision will be dropped for a re-read, so the columnar path stops at the
+    election (no writes, requests or log built: `_batch` is never reached) and notes the
+    partitions as the log's walk would, in partition order. Topic `a` is created after the
+    election, so its rows come after `b`'s in the image: the order is the partitions', not the
+    rows'. The parked state and the ReadPartitionStates are the rules' to the byte."""
+    from controller_core import codec
+    topics = {"b": [[1, 2, 3], [2, 1, 3], [1, 3, 2]]}
+    states = {tp("b", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("b", 1): LeaderIsr(2, 4, (2, 1), 1, 3),
+              tp("b", 2): LeaderIsr(1, 2, (1, 3), 1, 5)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2, 3), topics=topics, states=states, config=config)
+    from controller_core.values import ReplicaAssignment
+    state, _ = run(state, E.TopicsChanged(at=AT, topics=("a", "b"), assignments=(
+        ("a", ((0, ReplicaAssignment((1, 2, 3))), (1, ReplicaAssignment((1, 2, 3))))),)))
+    # the leaders of a's partitions shrank their ISRs to themselves (notifications the cache has)
+    state, _ = run(state, E.PartitionStatesObserved(at=AT, states=(
+        (tp("a", 0), LeaderIsr(1, 0, (1,), 2, 1)), (tp("a", 1), LeaderIsr(1, 0, (1,), 2, 1))), source="isr_change"))
+    assert state.partitions.row(tp("a", 0)) > state.partitions.row(tp("b", 2))
+    built = []
+    monkeypatch.setattr(columnar_brokers, "_batch", lambda *a: built.append(1) or [])
+    failure = E.BrokersChanged(at=AT, brokers=(broker(2), broker(3)))
+    fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure", lambda: step(state, failure))
+    assert taken == [True] and not built
+    assert_same(fast, slow)
+    parked, commands = fast
+    assert parked.rechecking == (failure,)
+    [read] = commands
+    assert read.partitions == (tp("a", 0), tp("a", 1), tp("b", 0))  # b-2 elects 3 from its ISR
+    assert codec.reference_digest(commands) == codec.reference_digest(slow[1])
+
+
+def test_a_bounce_met_with_a_stale_isr_is_not_cut_short_by_its_failure():
+    """Broker 1 re-registers: its failure refuses t-0 (cached ISR [1], live replica 2 outside
+    it), which parks the event; but the startup that follows in the same decision meets t-1
+    (Offline since the failover: ISR [3], broker 3 dead) with broker 1 back and live outside
+    its ISR, and adds it to the re-read. So a bounce's failure is not the decision's last part
+    and must not stop it early: the re-read lists both, as the rules list them."""
+    topics = {"t": [[1, 2], [1, 3]]}
+    states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(3, 4, (3,), 1, 2)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
+    assert state.partitions[tp("t", 1)].state.name == "OFFLINE"
+    bounce = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=999), broker(2)))
+    fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure", lambda: step(state, bounce))
+    assert taken == [True]
+    assert_same(fast, slow)
+    [read] = fast[1]
+    assert read.partitions == (tp("t", 0), tp("t", 1))
