@@ -24,7 +24,10 @@ therefore not applied: the state is left as it was, the partitions' state znodes
 `PartitionStatesRechecked` brings them back, this time for good. Elections that succeed need
 no such read: their writes are conditional on the znode version, and a conflict is re-decided
 on the znode's content (`outcomes.py`). The re-read and the event waiting for it are part of
-the state and of the journal, so the replay re-executes the same two steps.
+the state and of the journal, so the replay re-executes the same two steps. A handler that is
+sure its decision will be dropped so, with nothing left in it that could add to the re-read,
+may stop there (`draft.DecisionParked`: a broker failure over the columns does), since the
+rest would be computed only to be thrown away.
 """
 from __future__ import annotations
 
