@@ -147,6 +147,12 @@ def _complete(d: Draft, topic: str) -> None:
     d.topics_deletion_started = d.topics_deletion_started - {topic}
     d.topics_ineligible_for_deletion = d.topics_ineligible_for_deletion - {topic}
     d.command(C.DeleteTopic(topic=topic))
+    if d.config.rules >= 3:
+        # until the writer says the znodes are gone, a listing may still name the topic: read
+        # before the removal, it must not create it again (the chaos soak, seed 9, 2026-12-06:
+        # a controller paused mid-deletion re-created a topic from a listing read before its
+        # own DeleteTopic ran, and told the brokers to host it again)
+        d.removing_topics = d.removing_topics | {topic}
 
 
 def fail_replica_deletion(d: Draft, replicas: Iterable[tuple[TopicPartition, int]]) -> None:

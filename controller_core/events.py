@@ -268,6 +268,17 @@ class ZnodeWriteFailed:
 
 
 @frozen
+class TopicZnodesDeleted:
+    """The ZooKeeper writer is done with a `DeleteTopic`: the topic's znodes are gone (or the
+    delete gave up, which `ZnodeWriteFailed` reported first). Emitted by the ZooKeeper writer
+    after the multi-op's answer, so any topic listing read after the deletion is queued after
+    this event, and any listing queued before it may have been read before the deletion."""
+
+    at: int
+    topic: str
+
+
+@frozen
 class TimerFired:
     """A timer the core scheduled went off. Emitted by the timer adapter."""
 
@@ -293,6 +304,7 @@ Event = (
     | StopReplicaResponded
     | PartitionStatesWritten
     | ZnodeWriteFailed
+    | TopicZnodesDeleted
     | TimerFired
     | BrokerDefaultConfigChanged
     | LogDirEventNotified

@@ -30,13 +30,16 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
-    rules: int = 2
+    rules: int = 3
     """Not a node setting: the decision rules this controller follows, as KRaft's
-    `metadata.version` gates what a controller does. 2: an election refused on a cached ISR is
+    `metadata.version` gates what a controller does. 3: a topic whose deletion this controller
+    completed is not created again from a listing that may have been read before its znodes
+    were removed (`removing_topics`, deletion.py). 2: an election refused on a cached ISR is
     confirmed against ZooKeeper before it is final (step.py), and KAFKA_STORAGE_ERROR in a
     LeaderAndIsr answer takes the replica offline (log_dirs.py). 1: neither, as the controllers
     that wrote the journals before them decided (states decoded from those journals' snapshots
-    say 1), so that the replay re-executes old journals as they were decided."""
+    say 1). The journals keep the rules their controller followed, so that the replay
+    re-executes each as it was decided."""
     dynamic_unclean_leader_election_enable: bool | None = None
     """The cluster default `/config/brokers/<default>` sets (None: not set there); it wins over
     the node's static `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""
@@ -86,6 +89,10 @@ class ControllerState:
     - `rechecking`: the event (zero or one) whose decision refused an election on a cached ISR
       and waits for the states it re-reads (`recheck_id`, the `ReadPartitionStates` read id);
       it is decided again when they arrive, and events behind it are deferred meanwhile.
+    - `removing_topics`: topics whose deletion this controller completed and whose znodes the
+      ZooKeeper writer is removing (`DeleteTopic` sent, `TopicZnodesDeleted` not yet seen). A
+      topic listing queued meanwhile may have been read before the removal: these topics in it
+      are not new topics (rules 3).
     """
 
     config: ControllerConfig
@@ -111,6 +118,7 @@ class ControllerState:
     plan_zk_version: int = -1
     rechecking: tuple[Event, ...] = ()
     recheck_id: int = 0
+    removing_topics: frozenset[str] = frozenset()
 
     # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
 

@@ -216,6 +216,14 @@ def _responded(d: Draft, event: E.LeaderAndIsrResponded) -> None:
         d.reject("LeaderAndIsr response", f"broker {event.broker_id} failed {len(errors)} partition(s): {shown}{more}")
 
 
+def _topic_removed(state: ControllerState, event: E.TopicZnodesDeleted) -> tuple[ControllerState, tuple]:
+    """The writer removed a deleted topic's znodes: listings from now on were read after it, and
+    the topic in one of them is a topic created anew."""
+    if event.topic not in state.removing_topics:
+        return state, ()
+    return attrs.evolve(state, removing_topics=state.removing_topics - {event.topic}), ()
+
+
 def _timer(d: Draft, event: E.TimerFired) -> None:
     if event.name == Timer.REBALANCE:  # (a decoded event holds the plain string; equal)
         rebalance.on_rebalance_timer(d)
@@ -239,6 +247,7 @@ _HANDLERS: dict[type, Callable] = {
     E.StopReplicaResponded: _drafted(lambda d, e: deletion.on_stop_replica_response(d, e.broker_id, e.delete, e.partitions, e.errors)),
     E.PartitionStatesWritten: outcomes.on_written,
     E.ZnodeWriteFailed: _drafted(lambda d, e: d.reject("zookeeper write", f"{e.what}: {e.reason}")),
+    E.TopicZnodesDeleted: _topic_removed,
     E.TimerFired: _drafted(_timer),
     E.BrokerDefaultConfigChanged: dynamic_config.on_broker_default_changed,
     E.LogDirEventNotified: _drafted(lambda d, e: log_dirs.on_log_dir_event(d, e.brokers)),

@@ -47,6 +47,11 @@ def validate_assignment(partitions: dict[int, ReplicaAssignment], first_new: int
 
 
 def on_topics_changed(d: Draft, names: frozenset[str], assignments, malformed) -> None:
+    if d.removing_topics and not d.removing_topics.isdisjoint(names):
+        # a listing read before this controller's own DeleteTopic landed (state.removing_topics)
+        names = names - d.removing_topics
+        assignments = [(topic, parts) for topic, parts in assignments if topic in names]
+        malformed = [(topic, problem) for topic, problem in malformed if topic in names]
     for topic, problem in malformed:
         d.reject("topic", f"topic {topic}: malformed topic znode ({problem}); ignoring it")
     gone = sorted(t for t in d.topics.keys() if t not in names)

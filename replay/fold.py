@@ -41,6 +41,7 @@ from controller_core import commands as C
 from controller_core import events as E
 from controller_core.intents import Strategy, WriteIntent
 from controller_core.state import initial_state
+from controller_core.values import LeaderIsr
 from controller_core.step import step
 
 from . import digest as fast_digest
@@ -54,6 +55,8 @@ _canonical = _orjson_canonical or codec.canonical_json
 ELECTION_KINDS = {Strategy.OFFLINE: "clean", Strategy.OFFLINE_UNCLEAN: "clean", Strategy.REASSIGN: "reassign",
                   Strategy.PREFERRED: "preferred", Strategy.CONTROLLED_SHUTDOWN: "controlled_shutdown"}
 _TERM_END = (E.ControllerResigned, E.ControllerFenced)
+_VANISHED = LeaderIsr(-1, -1, (), -1, -1)
+"""The `deleted` row's values of a partition that had no state znode left (see `_history`)."""
 
 
 def state_hashes(encoded: dict) -> tuple[str, dict[str, str]]:
@@ -355,9 +358,12 @@ class UnitFold:
             elif kind is C.DeleteTopic:
                 for tp in old.partitions_of(c.topic):
                     info = old.partitions.get(tp)
-                    if info is not None and info.leader_isr is not None:
-                        row = self._row(tp, info.leader_isr, info.assignment, at, epoch, "deleted", None, etype, seq,
-                                        seq)
+                    if info is not None:
+                        # (a partition whose state znode vanished before its topic was deleted has
+                        # no state left, but its life ends here all the same: without this row the
+                        # walk kept it, leaderless, to the end of the history)
+                        li = info.leader_isr if info.leader_isr is not None else _VANISHED
+                        row = self._row(tp, li, info.assignment, at, epoch, "deleted", None, etype, seq, seq)
                         row.update(leader=-1, isr=[], replicas=[], adding=[], removing=[])
                         self.timeline.append(row)
         if new.reassigning is not old.reassigning and cls not in _TERM_END and new.active:

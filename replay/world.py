@@ -320,6 +320,7 @@ class World:
         self.topics.pop(t, None)
         self.configs.pop(t, None)
         self.delete_markers.discard(t)
+        self.to_controller(2, lambda at: E.TopicZnodesDeleted(at=at, topic=t))  # the writer's report, first
         self.to_controller(3, lambda at: E.TopicsChanged(at=at, topics=frozenset(self.topics)))
         self.to_controller(4, lambda at: E.TopicDeletionsRequested(at=at, topics=frozenset(self.delete_markers)))
 

@@ -192,6 +192,11 @@ class ZkWriter:
                     log.warning("%s failed: %s", type(command).__name__, exc)
                     self.put_event(E.ZnodeWriteFailed(at=self.clock(), what=_describe(command), reason=str(exc)))
                 break
+            if isinstance(command, C.DeleteTopic) and not self.fenced:
+                # after the multi's answer: a topic listing read after the removal is queued
+                # after this report (one session, answers in order), so the core can tell a
+                # listing read before it (state.removing_topics)
+                self.put_event(E.TopicZnodesDeleted(at=self.clock(), topic=command.topic))
 
     async def _ops(self, c) -> list:
         if isinstance(c, C.WriteTopicAssignment):

@@ -59,3 +59,46 @@ def test_completing_a_deletion_logs_every_replica_leaving_deletion_successful():
     moved = {(p, e.replica) for e in logs if (e.from_state, e.to_state, e.ok) == (
         RS.DELETION_SUCCESSFUL.value, RS.NON_EXISTENT.value, True) for p in e.partitions}
     assert moved == {(tp("t", 0), 1), (tp("t", 0), 2), (tp("t", 1), 2), (tp("t", 1), 3)}
+
+
+def _deleted(rules=None):
+    from controller_core.state import ControllerConfig
+    config = ControllerConfig(broker_id=1, auto_leader_rebalance_enable=False,
+                              **({} if rules is None else {"rules": rules}))
+    given = elected(topics={"t": [[1, 2], [2, 1]], "keep": [[1]]}, config=config)[0]
+    state, commands = run(given, E.TopicDeletionsRequested(at=AT, topics=frozenset({"t"})))
+    for event in stop_replica_done(commands):
+        state, more = run(state, event)
+    assert "t" not in state.topics and C.DeleteTopic(topic="t") in more
+    return state
+
+
+def _listing_with_t(assignment=((0, (1, 2)), (1, (2, 1)))):
+    from controller_core.values import ReplicaAssignment
+    return E.TopicsChanged(at=AT, topics=frozenset({"t", "keep"}),
+                           assignments=(("t", tuple((p, ReplicaAssignment(r)) for p, r in assignment)),))
+
+
+def test_a_listing_read_before_the_deleted_topics_znodes_were_removed_does_not_create_it_again():
+    """The chaos soak (seed 9): a controller paused while completing a deletion got, on waking,
+    a listing its watch had read before its own DeleteTopic ran; it took the topic for a new one,
+    wrote leaders into the state znodes about to go and told the brokers to host it again. Until
+    the writer reports the removal (TopicZnodesDeleted), such a listing names no new topic; after
+    it, the topic in a listing is one an admin created anew."""
+    state = _deleted()
+    assert state.removing_topics == {"t"}
+    stale, commands = run(state, _listing_with_t())
+    assert "t" not in stale.topics and tp("t", 0) not in stale.partitions
+    assert not of_type(commands, C.WritePartitionStates) and not of_type(commands, C.SendLeaderAndIsr)
+    removed, commands = step(stale, E.TopicZnodesDeleted(at=AT, topic="t"))
+    assert removed.removing_topics == frozenset() and commands == ()
+    again, commands = run(removed, _listing_with_t(((0, (2, 1)),)))
+    assert "t" in again.topics and again.partitions[tp("t", 0)].leader_isr.leader == 2
+    assert of_type(commands, C.WritePartitionStates)
+
+
+def test_journals_of_controllers_before_rules_3_re_create_the_topic_as_they_did():
+    state = _deleted(rules=2)
+    assert state.removing_topics == frozenset()
+    again, commands = run(state, _listing_with_t())
+    assert "t" in again.topics and of_type(commands, C.WritePartitionStates)

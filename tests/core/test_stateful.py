@@ -361,6 +361,7 @@ class ControllerMachine(RuleBasedStateMachine):
                 zk.leader_added.pop(t, None)
                 zk.orphaned.discard(t)
                 self.sent_epochs.pop(t, None)
+            self.watches.append(("removed", c.topic))  # the writer's report, before the watches fire
             self.watches.append(("topics",))
             self.watches.append(("deletions",))
         elif isinstance(c, C.DeleteTopicDeletionRequests):
@@ -582,6 +583,8 @@ class ControllerMachine(RuleBasedStateMachine):
                                                 zk_version=zk.preferred_version)
         if kind == "failed":
             return E.ZnodeWriteFailed(at=at, what=item[1], reason="NoNode")
+        if kind == "removed":
+            return E.TopicZnodesDeleted(at=at, topic=item[1])
         if kind == "reread":
             return E.PartitionStatesRechecked(at=at, read_id=item[1], states=tuple((t, zk.states.get(t)) for t in item[2]))
         raise AssertionError(item)
@@ -714,6 +717,11 @@ class ControllerMachine(RuleBasedStateMachine):
         if rf > len(known):
             return
         parts = assign_replicas_to_brokers([(b, None) for b in known], n, rf, seed=seed)
+        if ("removed", name) in self.watches:
+            # the name was free because the writer's DeleteTopic landed: its report was queued
+            # then, ahead of anything the admin's creation makes the watches read
+            self.watches.remove(("removed", name))
+            self.do(E.TopicZnodesDeleted(at=self.tick(), topic=name))
         zk.topics[name] = {p: ReplicaAssignment(tuple(r)) for p, r in parts.items()}
         self.do(E.TopicsChanged(at=self.tick(), topics=frozenset(zk.topics),
                                 assignments=((name, tuple(sorted(zk.topics[name].items()))),)))

@@ -4,6 +4,8 @@ reports of a large write, conflicts with their content, versions that differ fro
 prediction), in the product's pattern, in a by-path pattern, and after a ZooKeeper error."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from adapters.controller.zkpattern import PATTERNS
@@ -106,3 +108,28 @@ async def test_after_a_zookeeper_error_the_outcome_is_read_back(zk):
     (final,) = events
     assert final.versions == () and [tp for tp, _ in final.conflicts] == tps
     assert {state for _, state in final.conflicts} == {LeaderIsr(2, 2, (2, 2, 3), 3, 1)}
+
+
+async def test_a_deleted_topics_removal_is_reported_after_its_znodes_are_gone(zk):
+    """`TopicZnodesDeleted` comes once the multi removing the topic has been answered: a listing
+    of /brokers/topics read after the report cannot name the topic (state.removing_topics)."""
+    events = []
+    writer = ZkWriter(zk, events.append, clock=lambda: 7)
+    await zk.create(zkpaths.topic("gone"), zkdata.encode_topic_assignment({0: (1, 2)}), make_parents=True)
+    await zk.create(zkpaths.partition_state("gone", 0), zkdata.encode_partition_state(LeaderIsr(1, 0, (1, 2), 3)),
+                    make_parents=True)
+    await zk.create(zkpaths.delete_topic("gone"), b"", make_parents=True)
+    listed_at_report = []
+    real_put = writer.put_event
+
+    def put(event):
+        if isinstance(event, E.TopicZnodesDeleted):
+            listed_at_report.append(asyncio.ensure_future(zk.get_children(zkpaths.TOPICS)))  # read on report
+        real_put(event)
+
+    writer.put_event = put
+    writer.write(C.DeleteTopic(topic="gone"), 0)
+    await writer.drain()
+    assert events == [E.TopicZnodesDeleted(at=7, topic="gone")]
+    assert "gone" not in await listed_at_report[0]
+    assert await zk.exists(zkpaths.topic("gone")) is None and await zk.exists(zkpaths.delete_topic("gone")) is None
