@@ -13,7 +13,7 @@ from controller_core.step import step
 from adapters.journal.writer import Journal
 from replay import local
 from controller_core.codec import digest as fast_digest
-from tests.core.builders import broker, snapshot, tp
+from tests.core.builders import broker, snapshot
 
 T0 = 1_800_000_000_000
 
