@@ -351,23 +351,34 @@ class UnitFold:
                     row = self._broker(b, info.epoch, "down", at, epoch, seq)
                     row["controlled"] = b in shutting_down  # it asked for a controlled shutdown first
                     self.brokers.append(row)
+        deleted = ()
         for c in commands:
             kind = type(c)
             if kind is C.WritePartitionStates:
                 self.decisions[c.write_id] = self._decide(c, old, new, commands, seq, at, etype)
             elif kind is C.DeleteTopic:
-                for tp in old.partitions_of(c.topic):
-                    info = old.partitions.get(tp)
-                    if info is not None:
-                        # (a partition whose state znode vanished before its topic was deleted has
-                        # no state left, but its life ends here all the same: without this row the
-                        # walk kept it, leaderless, to the end of the history)
-                        li = info.leader_isr if info.leader_isr is not None else _VANISHED
-                        row = self._row(tp, li, info.assignment, at, epoch, "deleted", None, etype, seq, seq)
-                        row.update(leader=-1, isr=[], replicas=[], adding=[], removing=[])
-                        self.timeline.append(row)
+                self._deleted_rows(old, c.topic, at, epoch, etype, seq)
+                deleted += (c.topic,)
+        if new.topics is not old.topics and old.active and new.active and old.epoch == new.epoch:
+            # a topic znode that vanished without the controller deleting it (topics._forget: an
+            # operator removed it by hand, or a listing arrived after another controller deleted
+            # it): its partitions end here too, else the walk kept them to the end of the history
+            for topic in [t for t in old.topics.keys() if t not in new.topics and t not in deleted]:
+                self._deleted_rows(old, topic, at, epoch, etype, seq)
         if new.reassigning is not old.reassigning and cls not in _TERM_END and new.active:
             self._reassignments(old, new, at, seq, etype)
+
+    def _deleted_rows(self, old, topic: str, at, epoch, etype, seq) -> None:
+        """A `deleted` row for each partition of `topic` (as `old` knew it): the end of its life."""
+        for tp in old.partitions_of(topic):
+            info = old.partitions.get(tp)
+            if info is not None:
+                # (a partition whose state znode vanished before its topic went has no state
+                # left, but its life ends here all the same)
+                li = info.leader_isr if info.leader_isr is not None else _VANISHED
+                row = self._row(tp, li, info.assignment, at, epoch, "deleted", None, etype, seq, seq)
+                row.update(leader=-1, isr=[], replicas=[], adding=[], removing=[])
+                self.timeline.append(row)
 
     def _row(self, tp, li, ra, at, epoch, kind, change, cause_type, cause_seq, seq) -> dict:
         return {"time": at, "journal": self.journal, "controller_id": self.controller_id, "epoch": epoch,

@@ -1,9 +1,12 @@
 """A partition whose state znode vanished before its topic's deletion completed still ends its
 life in the history: the chaos soak of 2026-12-06 (seed 9) counted six such partitions offline
 for 40-60 s, to the end of the soak, because the fold wrote `deleted` rows only for partitions
-that still had a state. A journal written here through the core and the journal writer, as the
+that still had a state; nor did it end a topic whose znodes an operator removed by hand (the
+controller forgets it without a DeleteTopic). A journal written here through the core and the journal writer, as the
 controller loop writes one (event, decision, effects), with a broker that fails long after."""
 from __future__ import annotations
+
+import pytest
 
 from controller_core import codec
 from controller_core import commands as C
@@ -18,7 +21,7 @@ from tests.core.builders import broker, snapshot
 T0 = 1_800_000_000_000
 
 
-def _write_life(root):
+def _write_life(root, by_hand=False):
     config = ControllerConfig(broker_id=3, auto_leader_rebalance_enable=False)
     state = initial_state(config)
     journal = Journal.open(root / "node-3", 3, fsync="never",
@@ -48,17 +51,21 @@ def _write_life(root):
                                                     partitions=c.partitions, errors=()))
             elif isinstance(c, C.DeleteTopic):
                 queue.append(E.TopicZnodesDeleted(at=at, topic=c.topic))
-        if isinstance(event, E.ControllerElected):
+        if isinstance(event, E.ControllerElected) and by_hand:
+            # an operator removes t's znodes by hand: the controller forgets the topic (no DeleteTopic)
+            queue.append(E.TopicsChanged(at=at, topics=frozenset({"keep"})))
+        elif isinstance(event, E.ControllerElected):
             queue.append(E.TopicDeletionsRequested(at=at, topics=frozenset({"t"})))
-        if isinstance(event, E.TopicZnodesDeleted):
+        if isinstance(event, E.TopicZnodesDeleted) or (by_hand and isinstance(event, E.TopicsChanged)):
             # a minute later broker 1, which led t-0, fails: t-0 must not be counted offline
             queue.append(E.BrokersChanged(at=at + 60_000, brokers=(broker(2), broker(3))))
     journal.close()
     return state
 
 
-def test_a_partition_whose_state_vanished_is_deleted_in_the_history_and_never_offline(tmp_path):
-    state = _write_life(tmp_path)
+@pytest.mark.parametrize("by_hand", [False, True], ids=["vanished-state-then-deleted", "topic-removed-by-hand"])
+def test_a_partition_whose_state_vanished_is_deleted_in_the_history_and_never_offline(tmp_path, by_hand):
+    state = _write_life(tmp_path, by_hand)
     assert "t" not in state.topics and state.active
     result = local.replay(tmp_path)
     assert [f for f in result.findings if f["severity"] == "violation"] == []
