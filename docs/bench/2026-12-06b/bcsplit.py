@@ -2,7 +2,7 @@
 import sys, time
 import replay.fold as foldmod
 from benchmarks.sampled_units import fold, sampled_units
-from controller_core import events as E, columnar_brokers as CB, step as S
+from controller_core import events as E, columnar_brokers as CB
 rows = []
 cur = {}
 real_step = foldmod.step

@@ -1,6 +1,6 @@
 """Controlled shutdown of the broker leading all 10,000 partitions, its write released in four
 progress reports then the final outcome, in-process: step time of each."""
-import time, statistics, sys
+import time, sys
 from benchmarks.core_step import cluster, tune_gc, AT
 from controller_core import events as E, commands as C
 from controller_core.step import step

@@ -3,7 +3,7 @@ import sys, time
 from collections import defaultdict
 import replay.fold as foldmod
 from benchmarks.sampled_units import fold, sampled_units
-from controller_core import events as E, commands as C
+from controller_core import events as E
 
 rows = []
 real_step, real_digest = foldmod.step, foldmod.fast_digest.digest
