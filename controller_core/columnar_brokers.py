@@ -192,7 +192,7 @@ def _park_if_re_read(d: Draft, image, refused: np.ndarray, replicas: np.ndarray,
     """The refused elections that a live replica missing from the cached ISR may explain, noted
     for a re-read in partition order (as `_log_elections` notes them), then `DecisionParked`:
     the decision will be dropped whatever follows (step._drafted), so the writes, requests and
-    log it would build are not built. At 10,000 partitions that is 10-30 ms of a failure met
+    log it would build are not built. At 10,000 partitions that is about 10 ms of a failure met
     with a stale ISR (its re-read and second decision follow, as before)."""
     reps = replicas[refused]
     explained = V.row_any(V.member(reps, live) & ~V.contained(reps, isr[refused]))
