@@ -38,7 +38,7 @@ import numpy as np
 
 from . import vector_election as V
 from .columns import P_CODE, PAD, R_CODE, R_OFFLINE_FROM, REPLICA_STATES, _cut
-from .draft import Draft
+from .draft import DecisionParked, Draft
 from .intents import WriteIntent
 from .partition_batch import PartitionBatch, by_broker
 from .machines import PartitionState, ReplicaState
@@ -117,6 +117,10 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
             for k in refused[unsure[refused]].tolist():
                 if l_tps[k] not in confirmed:
                     d.unconfirmed[l_tps[k]] = None
+            if d.unconfirmed and not confirmed:
+                # the decision will be dropped for the re-read, and a controlled shutdown is its
+                # decision's last part: the writes and requests below would be built for nothing
+                raise DecisionParked
         won = np.flatnonzero(ok)
         l_rows, l_reps, new_leader, new_isr = l_rows[won], l_reps[won], new_leader[won], new_isr[won]
         l_tps = [l_tps[k] for k in won.tolist()]
