@@ -26,7 +26,8 @@ no such read: their writes are conditional on the znode version, and a conflict 
 on the znode's content (`outcomes.py`). The re-read and the event waiting for it are part of
 the state and of the journal, so the replay re-executes the same two steps. A handler that is
 sure its decision will be dropped so, with nothing left in it that could add to the re-read,
-may stop there (`draft.DecisionParked`: a broker failure over the columns does), since the
+may stop there (`draft.DecisionParked`: a broker failure and a controlled shutdown over the
+columns do), since the
 rest would be computed only to be thrown away.
 """
 from __future__ import annotations
