@@ -27,8 +27,7 @@ on the znode's content (`outcomes.py`). The re-read and the event waiting for it
 the state and of the journal, so the replay re-executes the same two steps. A handler that is
 sure its decision will be dropped so, with nothing left in it that could add to the re-read,
 may stop there (`draft.DecisionParked`: a broker failure and a controlled shutdown over the
-columns do), since the
-rest would be computed only to be thrown away.
+columns do), since the rest would be computed only to be thrown away.
 """
 from __future__ import annotations
 
