@@ -195,7 +195,7 @@ def _park_if_re_read(d: Draft, image, refused: np.ndarray, replicas: np.ndarray,
     log it would build are not built. At 10,000 partitions that is about 10 ms of a failure met
     with a stale ISR (its re-read and second decision follow, as before)."""
     reps = replicas[refused]
-    explained = V.row_any(V.member(reps, live) & ~V.contained(reps, isr[refused]))
+    explained = V.live_outside_isr(reps, isr[refused], V.member(reps, live))
     if not explained.any():
         return
     d.unconfirmed.update(dict.fromkeys(sorted(image.tps(refused[explained]))))
@@ -286,8 +286,8 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
     tps = image.tps(rows)
     order = sorted(range(len(tps)), key=tps.__getitem__)
     isrs = isr[rows].tolist()
-    lives = V.member(replicas[rows], d.live).tolist()
-    reps = replicas[rows].tolist()
+    reps = replicas[rows]
+    unsure = V.live_outside_isr(reps, isr[rows], V.member(reps, d.live)).tolist()
     recheck = d.config.rules >= 2
     confirmed, unconfirmed = d.confirmed, d.unconfirmed
     ok, unclean, was_online = ok.tolist(), unclean.tolist(), was_online.tolist()
@@ -300,7 +300,6 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
             continue
         members = _cut(isrs[k])
         d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
-        if recheck and tp not in confirmed and any(
-                r not in members for r, alive in zip(reps[k], lives[k]) if alive and r != PAD):
+        if recheck and unsure[k] and tp not in confirmed:
             unconfirmed[tp] = None
 

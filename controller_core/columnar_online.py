@@ -28,7 +28,7 @@ import numpy as np
 
 from . import partitions as P
 from . import vector_election as V
-from .columns import P_CODE, PAD, _cut
+from .columns import P_CODE, _cut
 from .draft import Draft
 from .intents import WriteIntent
 from .machines import PartitionState
@@ -97,9 +97,9 @@ def elect_waiting(d: Draft) -> bool:
     else:
         recheck = d.config.rules >= 2
         confirmed, unconfirmed = d.confirmed, d.unconfirmed
-        for tp, won, alone, new, members, reps, alive in zip(
-                tps, ok.tolist(), unclean.tolist(), fresh_at.tolist(), cached_isr.tolist(), replicas.tolist(),
-                live_at.tolist()):
+        for tp, won, alone, new, members, doubt in zip(
+                tps, ok.tolist(), unclean.tolist(), fresh_at.tolist(), cached_isr.tolist(),
+                V.live_outside_isr(replicas, cached_isr, live_at).tolist()):
             before = PartitionState.NEW if new else PartitionState.OFFLINE
             if won:
                 d.record(before, online, tp, detail=P.UNCLEAN if alone else "")
@@ -108,8 +108,7 @@ def elect_waiting(d: Draft) -> bool:
             else:
                 members = _cut(members)
                 d.record(before, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
-                if recheck and tp not in confirmed and any(
-                        r not in members for r, up in zip(reps, alive) if up and r != PAD):
+                if recheck and doubt and tp not in confirmed:
                     unconfirmed[tp] = None
 
     # -- the writes and the request batch, in partition order -----------------------------------

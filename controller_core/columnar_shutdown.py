@@ -112,7 +112,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
         _log_elections(d, l_tps, ok, l_isr, was_offline)
         if d.config.rules >= 2:
             candidate = V.member(l_reps, everyone) & ~V.member(l_reps, d.shutting_down)
-            unsure = (candidate & ~V.contained(l_reps, l_isr)).any(axis=1)
+            unsure = V.live_outside_isr(l_reps, l_isr, candidate)
             confirmed = d.confirmed
             for k in refused[unsure[refused]].tolist():
                 if l_tps[k] not in confirmed:

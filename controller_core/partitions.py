@@ -22,7 +22,6 @@ from .values import INITIAL_LEADER_EPOCH, NO_ZK_VERSION, LeaderIsr, TopicPartiti
 # plain module names: callers say P.OFFLINE, and an enum attribute lookup is slow in a loop
 OFFLINE, OFFLINE_UNCLEAN, REASSIGN = Strategy.OFFLINE, Strategy.OFFLINE_UNCLEAN, Strategy.REASSIGN
 PREFERRED, CONTROLLED_SHUTDOWN = Strategy.PREFERRED, Strategy.CONTROLLED_SHUTDOWN
-STRATEGIES = tuple(Strategy)
 _INIT, _ELECT = WriteIntent.INIT, WriteIntent.ELECT
 
 P = PartitionState

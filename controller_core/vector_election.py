@@ -60,6 +60,14 @@ def contained(values: np.ndarray, sets: np.ndarray) -> np.ndarray:
     return found & (values != PAD)
 
 
+def live_outside_isr(replicas: np.ndarray, isr: np.ndarray, live_at: np.ndarray) -> np.ndarray:
+    """Per row: some replica marked live in `live_at` (`member(replicas, live)`, or the
+    candidates a strategy may take) is missing from the row's ISR. An election refused on such
+    a row may be the cached ISR's fault, so it is re-read before the refusal is final
+    (`partitions.choose`, step.py); the columnar paths note those rows with this one rule."""
+    return row_any(live_at & ~contained(replicas, isr))
+
+
 def row_any(mask: np.ndarray) -> np.ndarray:
     """`mask.any(axis=1)`, a column at a time: numpy's reduction along a row of a few cells
     costs ~30 ns a row, an OR of columns ~1 ns a cell (100,000 x 3: 2.9 against 0.24 ms)."""
