@@ -77,27 +77,6 @@ def test_bench_failover_smoke(smoke):
     assert (out / "timeline.png").stat().st_size > 1000
 
 
-def test_no_phase_of_the_product_is_faster_than_its_floor(smoke):
-    """Issue 24: the floor is the product's own frames over its own connection, so the phase of
-    the product doing the same ZooKeeper work (the writes; in controller-failover the load of
-    every state, inside watch_delivery) cannot beat it. aiozk's transactions, the floor before,
-    were beaten by the product's write phase at 10,000 partitions."""
-    scenarios = smoke[1]["scenarios"]
-    # At this size the floor is 1-5 ms, and a poll of the sixth broker's client and the other
-    # tests' leftovers share the cores: one slow pass of two doubled the floor's median in CI
-    # (a floor median of 10 ms where its runs here take 1.5-4). Noise only ever adds to a floor,
-    # so the floor is its fastest run. What the test guards is the order of magnitude (the old
-    # floor was beaten twofold), so 25 % of slack is allowed.
-    slack = 0.75
-    for scenario, phase in (("broker-failure", "zk_writes"), ("controlled-shutdown", "zk_writes"),
-                            ("controller-failover", "watch_delivery")):
-        floor = scenarios[scenario]["zk-floor"]["min_ms"]
-        for mode in ("batched", "sequential"):
-            product = scenarios[scenario][mode]
-            assert product["phases_ms"][phase] >= slack * floor, (scenario, mode, product["phases_ms"], floor)
-            assert product["median_ms"] >= floor
-
-
 def test_bench_controlled_shutdown_restarts_its_victim_between_runs(tmp_path, zk_server, monkeypatch, capsys):
     """The controlled-shutdown victim is a `kctl node` process stopped by SIGTERM: the second
     run needs it started again and leading every partition. Run here as where confluent-kafka
