@@ -357,6 +357,29 @@ class FailureIndex:
         self.failed_at = {f["failure"]: f["time"] for f in broker_failures}
 
 
+def loads(term_events: Iterable[dict]) -> list[tuple[int, int]]:
+    """(time, epoch) of every term start, in time order: each is a controller's read of the
+    whole cluster (its ControllerElected), whose `elected` rows name every partition that had a
+    state and a topic then (`LoadIndex`)."""
+    return sorted({(e["time"], e["epoch"]) for e in term_events if e["kind"] == "start" and e["time"] is not None})
+
+
+class LoadIndex:
+    """The term starts (`loads`) as every partition's walk reads them. A partition alive before a
+    load that has no row at that load's time was gone from ZooKeeper when the new controller
+    read it (an operator removed its topic's znodes while no controller held office): its life
+    ends there. No controller deleted it or saw it go, so no journal records its end, and
+    without this its last leader (or its being offline) lasted to the end of the history."""
+
+    def __init__(self, term_loads: Iterable = ()):
+        pairs = sorted((int(t), int(e) if e is not None else None) for t, e in term_loads)
+        self.times = [t for t, _ in pairs]
+        self.epochs = [e for _, e in pairs]
+
+
+_NO_LOADS = LoadIndex()
+
+
 def _finding(rule: str, r: dict, detail: str) -> dict:
     return finding(rule, "violation", detail, journal=r["journal"], file=r.get("file"), line=r.get("line"),
                    seq=r["seq"], time=r["time"], topic=r["topic"], partition=r["partition"])
@@ -373,8 +396,10 @@ class PartitionWalk:
     before it is marked final (it cannot change when later rows arrive: the incremental audit
     stores it). `finish(end_time)` closes the last leader's span at the end of the history."""
 
-    def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, rules: bool = False):
+    def __init__(self, down: DownIndex, failures: "FailureIndex", state: dict | None = None, rules: bool = False,
+                 loads: LoadIndex | None = None):
         self.down, self.failures = down, failures
+        self.loads = loads if loads is not None else _NO_LOADS
         self.findings: list[dict] = []
         # closed over the list, not `self`: a walk that refers to itself is a reference cycle,
         # freed only by the cyclic collector, and a task walks thousands of partitions
@@ -392,6 +417,8 @@ class PartitionWalk:
         self.deleted_epoch = m.get("deleted_epoch")
         cut = state["cut"] if state else None
         self.next_failure = 0 if cut is None else bisect.bisect_left(failures.times, cut)
+        # (the loads before the cut were all passed when the carried state was kept: `_snapshot`)
+        self.next_load = 0 if cut is None else bisect.bisect_left(self.loads.times, cut)
         self.intervals: list[tuple[int, int, bool]] = []  # (start, end, final)
         self.deltas: list[tuple[int, int, int, bool]] = []  # (time, broker, +1/-1, final)
         self.recoveries: list[tuple[int, int | None, bool]] = []  # (failure, ms or None, final)
@@ -415,6 +442,8 @@ class PartitionWalk:
         for r in sorted(rows, key=lambda r: (r["time"], _KIND_ORDER.get(r["kind"], 9), r["zk_version"])):
             if self._final and r["time"] >= cut:
                 self._snapshot(cut, rules_state)
+            if self.next_load < len(self.loads.times):
+                self._pass_loads(r["time"])
             epoch = r.get("epoch")
             if r["kind"] == "deleted":
                 leader = -2
@@ -431,6 +460,19 @@ class PartitionWalk:
         if self._final:
             self._snapshot(cut, rules_state)
         return self
+
+    def _pass_loads(self, t: int) -> None:
+        """The loads before `t` (a row's time) that found the partition gone end its life; one at
+        `t` itself saw it (the row is that load's, or at the same instant)."""
+        times = self.loads.times
+        while self.next_load < len(times) and times[self.next_load] < t:
+            at = times[self.next_load]
+            if self.last is not None and self.last[1] != -2:
+                self.deleted_epoch = self.loads.epochs[self.next_load]
+                self._change(at, -2)
+            self.next_load += 1
+        if self.next_load < len(times) and times[self.next_load] == t:
+            self.next_load += 1
 
     def _assign(self, before: int) -> None:
         """The failures before `before` find the leader they took (the last change at or before them)."""
@@ -476,6 +518,7 @@ class PartitionWalk:
             self.pending = None
 
     def _snapshot(self, cut: int, rules_state: dict | None) -> None:
+        self._pass_loads(cut)
         self._assign(cut)
         self.state = {"cut": cut, "rules": rules_state,
                       "measure": {"last": self.last, "pending": self.pending, "waiting": list(self.waiting),
@@ -484,6 +527,7 @@ class PartitionWalk:
         self._final = False
 
     def finish(self, end_time: int) -> "PartitionWalk":
+        self._pass_loads(end_time + 1)
         self._assign(1 << 62)
         if self.last is not None:
             self._spans(self.last, end_time)
@@ -496,13 +540,14 @@ class PartitionWalk:
 
 
 def audit_partition(rows: list[dict], down: DownIndex, broker_failures: list[dict], end_time: int,
-                    rules: bool = True):
+                    rules: bool = True, loads: LoadIndex | None = None):
     """The per-partition rules and measurements over a partition's whole timeline. Returns
     (findings, offline intervals, recoveries [(failure, ms or None)], leader deltas [(time,
-    broker, +1/-1)]). `rules=False`: the measurements only."""
+    broker, +1/-1)]). `rules=False`: the measurements only. `loads`: the term starts
+    (`LoadIndex`)."""
     if not rows:
         return [], [], [], []
-    w = PartitionWalk(down, FailureIndex(broker_failures), rules=rules).walk(rows).finish(end_time)
+    w = PartitionWalk(down, FailureIndex(broker_failures), rules=rules, loads=loads).walk(rows).finish(end_time)
     return (w.findings, [(a, b) for a, b, _ in w.intervals], [(f, ms) for f, ms, _ in w.recoveries],
             [(t, b, d) for t, b, d, _ in w.deltas])
 

@@ -15,8 +15,8 @@ the end of the journal"), so that no row before C is ever replaced by a re-execu
 The next run uses the carry only when the history before C is the one the carry saw:
 
 - every fold unit re-executed now, and every unit superseded since, starts at or after C;
-- the broker intervals and failures before C, and the writes stitched across units before C,
-  hash to what they hashed to then (`guard`).
+- the broker intervals and failures before C, the writes stitched across units before C and
+  the term starts before C hash to what they hashed to then (`guard`).
 
 Otherwise (or when any partition's rows after C include a znode version older than the walked
 ones: `audit.NeedsWholeWalk`) it audits every partition's whole timeline, as a first run does,
@@ -36,17 +36,18 @@ def _sha(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def guard(cut: int, intervals: list[dict], failures: list[dict], stitched: list[dict]) -> dict:
+def guard(cut: int, intervals: list[dict], failures: list[dict], stitched: list[dict], loads=()) -> dict:
     """Hashes of the cluster-wide history before `cut` that the partitions' walks read: broker
-    intervals (an interval still open at the cut is recorded as open), broker failures, and the
-    timeline rows of writes stitched across units."""
+    intervals (an interval still open at the cut is recorded as open), broker failures, the
+    timeline rows of writes stitched across units, and the term starts (`audit.LoadIndex`)."""
     ivs = sorted([iv["broker"], iv["start"], iv["state"], iv.get("reason"),
                   iv["end"] if iv["end"] is not None and iv["end"] < cut else None]
                  for iv in intervals if iv["start"] < cut)
     fs = sorted([f["failure"], f["broker"], f["time"]] for f in failures if f["time"] < cut)
     rows = sorted((json.dumps(r, sort_keys=True, default=str) for r in stitched
                    if r.get("time") is not None and r["time"] < cut))
-    return {"intervals": _sha(ivs), "failures": _sha(fs), "stitched": _sha(rows)}
+    starts = sorted([t, e] for t, e in loads if t < cut)
+    return {"intervals": _sha(ivs), "failures": _sha(fs), "stitched": _sha(rows), "loads": _sha(starts)}
 
 
 def cut_of(last_units_min_time: list[int | None]) -> int | None:

@@ -17,8 +17,9 @@ BUCKETS = 240  # points of the time-series charts
 
 def assemble(units: list[dict], term_events: list[dict], broker_events: list[dict], reassign_events: list[dict],
              decisions: list[dict], outcomes: list[dict]) -> dict:
-    """Cross-unit results: unit-boundary checks, stitched writes, controller terms, broker
-    intervals and failures, reassignments, the time grid of the charts."""
+    """Cross-unit results: unit-boundary checks, stitched writes, controller terms (and their
+    starts as the partitions' walks read them, `loads`), broker intervals and failures,
+    reassignments, the time grid of the charts."""
     findings, restarts = compare_units(units)
     timeline, elections, lost = stitch_writes(decisions, outcomes)
     if lost:
@@ -35,6 +36,7 @@ def assemble(units: list[dict], term_events: list[dict], broker_events: list[dic
     width = max(1, -(-(t1 - t0) // BUCKETS))
     return {"findings": findings, "timeline": timeline, "elections": elections, "terms": terms,
             "broker_intervals": intervals, "failures": failures, "reassignments": reassignments,
+            "loads": audit.loads(term_events),
             "start": t0, "end": t1, "bucket_ms": width,
             "buckets": [t0 + (k + 1) * width for k in range(BUCKETS)]}
 

@@ -676,26 +676,26 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     #    run's cut), from the last run's carry where it holds (replay/carry.py), else over the
     #    whole timeline
     t0, width, end = cluster["start"], cluster["bucket_ms"], cluster["end"]
-    intervals, failures = cluster["broker_intervals"], cluster["failures"]
+    intervals, failures, loads = cluster["broker_intervals"], cluster["failures"], cluster["loads"]
     last_units: dict[str, Unit] = {}
     for u in units:
         if u.journal not in last_units or u.index > last_units[u.journal].index:
             last_units[u.journal] = u
     new_cut = carry.cut_of([manifest.units[keys[u.unit]].get("min_time") for u in last_units.values()])
     old = manifest.audit
-    why_whole = carry.unusable(old, carry.guard(old["cut"], intervals, failures, cluster["timeline"])
+    why_whole = carry.unusable(old, carry.guard(old["cut"], intervals, failures, cluster["timeline"], loads)
                                if old else None, changed_starts)
     if why_whole is None and (new_cut is None or new_cut < old["cut"]):
         why_whole = "this run's cut is not after the last one's"
     run_dir = f"{carry.DIR}/{int(time.time() * 1000)}"
-    b_walk = sc.broadcast((intervals, failures, end))
+    b_walk = sc.broadcast((intervals, failures, end, loads))
 
     def walk(df: DataFrame, cut: int | None) -> DataFrame:
         def walk_task(batches):
             from replay.tasks import walk_arrow
 
-            iv, fs, end_time = b_walk.value
-            return walk_arrow(batches, iv, fs, end_time, cut)
+            iv, fs, end_time, term_loads = b_walk.value
+            return walk_arrow(batches, iv, fs, end_time, cut, term_loads)
 
         return (df.repartition(max(2, sc.defaultParallelism * 2), "topic", "partition")
                 .sortWithinPartitions("topic", "partition")
@@ -810,7 +810,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     before = manifest.audit
     manifest.audit = None if new_cut is None else {
         "cut": new_cut, "dir": run_dir, "slices": slices, "resumed": resumed,
-        "guard": carry.guard(new_cut, intervals, failures, cluster["timeline"])}
+        "guard": carry.guard(new_cut, intervals, failures, cluster["timeline"], loads)}
     store.write_text(checkpoint.PATH, manifest.dumps())
     store.prune_carry(manifest.audit, before)
     report.write_report(out_dir, stats=stats, counts=counts, sample=sample, series=series, terms=cluster["terms"],

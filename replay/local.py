@@ -188,12 +188,13 @@ def _replay(root, display) -> Replay:
     findings += audit.check_elections(elections)
 
     down = audit.DownIndex(cluster["broker_intervals"])
+    loads = audit.LoadIndex(cluster["loads"])
     by_tp: dict[tuple, list] = {}
     for r in timeline:
         by_tp.setdefault((r["topic"], r["partition"]), []).append(r)
     offline_rows, recoveries, all_offline, all_deltas = [], [], [], []
     for (topic, p), rows in sorted(by_tp.items()):
-        f, offline, rec, deltas = audit.audit_partition(rows, down, cluster["failures"], cluster["end"])
+        f, offline, rec, deltas = audit.audit_partition(rows, down, cluster["failures"], cluster["end"], loads=loads)
         findings += f
         recoveries += rec
         all_offline += offline

@@ -181,7 +181,7 @@ payload; "recovery" rows the failure (b) and the milliseconds it took (t, null: 
 count (d), summed per task. `final`: before the cut (replay/carry.py)."""
 
 
-def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int | None):
+def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int | None, loads: list = ()):
     """`walk_partitions` under `mapInArrow`: timeline record batches sorted by (topic, partition)
     in, `WALK_SCHEMA` batches out. A row with a `carry` value holds the partition's state at the
     last run's cut (the other rows are those at or after it)."""
@@ -190,13 +190,14 @@ def walk_arrow(batches, intervals: list, failures: list, end_time: int, cut: int
             for r in b.to_pylist():
                 yield r["topic"], r["partition"], r
 
-    return _walk_batches(walk_partitions(rows(), intervals, failures, end_time, cut))
+    return _walk_batches(walk_partitions(rows(), intervals, failures, end_time, cut, loads))
 
 
-def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: int | None):
+def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: int | None, loads: list = ()):
     """One task: the walk of every partition whose rows (dicts sorted by topic and partition) it
     gets, from the carried state when one comes with them; stopped at `cut` to keep its state
-    (None: no carry kept). Yields (kind, payload, t, b, d, final)."""
+    (None: no carry kept); `loads`: the term starts, (time, epoch) (`audit.LoadIndex`). Yields
+    (kind, payload, t, b, d, final)."""
     from . import package
 
     package.ensure_deps()
@@ -205,13 +206,14 @@ def walk_partitions(rows, intervals: list, failures: list, end_time: int, cut: i
 
     down = audit.DownIndex(intervals)
     index = audit.FailureIndex(failures)
+    term_loads = audit.LoadIndex(loads)
     deltas: dict[tuple, int] = {}
     current, batch, carried = None, [], None
 
     def flush():
         topic, partition = current
         try:
-            w = audit.PartitionWalk(down, index, state=carried, rules=True).walk(batch, cut)
+            w = audit.PartitionWalk(down, index, state=carried, rules=True, loads=term_loads).walk(batch, cut)
         except audit.NeedsWholeWalk as exc:
             yield "whole", _dumps({"topic": topic, "partition": partition, "why": str(exc)}), None, None, None, None
             return

@@ -51,8 +51,18 @@ def setting(rng: random.Random):
     return audit.DownIndex(intervals), audit.FailureIndex(failures)
 
 
-def whole(rows, down, failures, end):
-    w = audit.PartitionWalk(down, failures, rules=True).walk(rows).finish(end)
+def loads_of(rng: random.Random, rows: list[dict], end: int) -> audit.LoadIndex:
+    """Term starts: some at a row's time (a load that saw the partition), some between rows (one
+    that found it gone), none at all in a third of the cases."""
+    times = {r["time"] for r in rows}
+    starts = set()
+    for _ in range(rng.choice([0, 0, 1, 2, 3])):
+        starts.add(rng.choice(sorted(times)) if rng.random() < 0.5 else rng.randint(990, end))
+    return audit.LoadIndex((t, rng.randint(1, 5)) for t in starts)
+
+
+def whole(rows, down, failures, end, loads=None):
+    w = audit.PartitionWalk(down, failures, rules=True, loads=loads).walk(rows).finish(end)
     return [_finding(f) for f in w.findings], w
 
 
@@ -60,7 +70,7 @@ def _finding(f):
     return (f["seq"], f["rule"], f["detail"])
 
 
-def resumed(rows, down, failures, end, cuts):
+def resumed(rows, down, failures, end, cuts, loads=None):
     """A walk from scratch stopped at cuts[0] (its later outputs dropped, as a full run's rows
     after the cut are walked again next time), then one walk per later cut from the state of
     the one before, the state passed through JSON as the checkpoint keeps it."""
@@ -71,7 +81,7 @@ def resumed(rows, down, failures, end, cuts):
     for k, cut in enumerate(bounds):
         lo = cuts[k - 1] if k > 0 else None
         part = [r for r in rows if lo is None or r["time"] >= lo]
-        w = audit.PartitionWalk(down, failures, state=state, rules=k > 0).walk(part, cut)
+        w = audit.PartitionWalk(down, failures, state=state, rules=k > 0, loads=loads).walk(part, cut)
         # kept: the findings before the cut (those after it are found again by the next walk)
         found += [_finding(f) for f in w.findings if cut is None or f["time"] < cut]
         if cut is None:
@@ -87,20 +97,22 @@ def resumed(rows, down, failures, end, cuts):
 
 def test_a_walk_resumed_at_cuts_gives_the_whole_walk():
     rng = random.Random(37)
-    resumed_ok = needs_whole = 0
+    resumed_ok = needs_whole = ended_by_a_load = 0
     for case in range(3000):
         rows = timeline(rng, rng.randint(1, 25))
         down, failures = setting(rng)
         end = 1000 + 10 * len(rows) + rng.randint(0, 100)
         times = sorted({r["time"] for r in rows} | {rng.randint(990, end)})
         cuts = sorted(rng.sample(times, min(len(times), rng.randint(1, 3))))
-        want_found, w = whole(rows, down, failures, end)
+        loads = loads_of(rng, rows, end)
+        ended_by_a_load += any(t not in times and t > rows[0]["time"] for t in loads.times)
+        want_found, w = whole(rows, down, failures, end, loads)
         # a run from scratch walks every row once, stopping at its cut: the same findings, also
         # when a stale read after the cut makes it walk them all again
-        cut_walk = audit.PartitionWalk(down, failures, rules=True).walk(rows, cuts[0]).finish(end)
+        cut_walk = audit.PartitionWalk(down, failures, rules=True, loads=loads).walk(rows, cuts[0]).finish(end)
         assert sorted(map(_finding, cut_walk.findings)) == sorted(want_found), case
         try:
-            got_found, finals, last = resumed(rows, down, failures, end, cuts)
+            got_found, finals, last = resumed(rows, down, failures, end, cuts, loads)
         except audit.NeedsWholeWalk:
             needs_whole += 1
             continue
@@ -112,6 +124,7 @@ def test_a_walk_resumed_at_cuts_gives_the_whole_walk():
         assert (last.offline_ms, last.offline_count) == (w.offline_ms, w.offline_count), case
     # both paths ran, and the resumed one most of the time
     assert resumed_ok > 1800 and needs_whole > 100, (resumed_ok, needs_whole)
+    assert ended_by_a_load > 500, ended_by_a_load  # (term starts that found the partition gone)
 
 
 def test_a_stale_version_after_the_cut_needs_the_whole_walk_and_a_deletion_starts_afresh():
