@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -88,10 +89,17 @@ def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expec
     from replay import job
 
     out = tmp_path / "out"
+    started = time.perf_counter()
     assert job.run(spark, str(journal), str(out), quiet=True) == 0
+    # (shown if the test fails: CI once timed out in the reads below, and whether the job
+    # before them had been slow or the reads hung could not be told)
+    print(f"job.run took {time.perf_counter() - started:.1f} s")
     for name in job.TABLES:
         assert (out / name).is_dir(), name
-    counts = {name: spark.read.parquet(str(out / name)).count() for name in job.TABLES}
+    counts = {}
+    for name in job.TABLES:
+        counts[name] = spark.read.parquet(str(out / name)).count()
+        print(f"{name}: {counts[name]} rows, {time.perf_counter() - started:.1f} s since the job started")
     for name in ("partition_timeline", "elections", "events", "controller_terms", "reassignments",
                  "broker_intervals", "partition_offline", "broker_failures", "findings"):
         assert counts[name] == expected["counts"][name], name
