@@ -49,7 +49,11 @@ def jvm_threads_on_a_hang(request):
     if context is None or jstack is None:
         yield
         return
-    pid = context._jvm.java.lang.ProcessHandle.current().pid()
+    try:
+        pid = context._jvm.java.lang.ProcessHandle.current().pid()
+    except Exception:  # a gateway already out of step (an earlier test timed out): nothing to add
+        yield
+        return
 
     def dump() -> None:
         out = subprocess.run([jstack, str(pid)], capture_output=True, text=True, timeout=60)
