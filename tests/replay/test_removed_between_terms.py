@@ -6,6 +6,8 @@ it offline until then. Two journals written here through the core and the journa
 the controller loop writes them (event, decision, effects)."""
 from __future__ import annotations
 
+import json
+
 from controller_core import codec
 from controller_core import commands as C
 from controller_core import events as E
@@ -85,10 +87,13 @@ def test_a_topic_removed_between_terms_ends_at_the_next_load_and_is_never_offlin
     assert [t for t, _ in cluster_loads] == [T0, loaded]
     intervals = result.tables["broker_intervals"]
     end = max(u["last_at"] for u in result.units)
-    walked = list(tasks.walk_partitions(((r["topic"], r["partition"], r) for r in timeline), intervals,
-                                        audit.failures(intervals), end, None, cluster_loads))
-    measured = {(p["topic"], p["partition"]): p["offline_ms"] for kind, p, *_ in
-                ((k, tasks.json.loads(payload) if payload else None) for k, payload, *_ in walked) if kind == "offline"}
+    walked = tasks.walk_partitions(((r["topic"], r["partition"], r) for r in timeline), intervals,
+                                   audit.failures(intervals), end, None, cluster_loads)
+    measured = {}
+    for kind, payload, *_ in walked:
+        if kind == "offline":
+            p = json.loads(payload)
+            measured[(p["topic"], p["partition"])] = p["offline_ms"]
     assert measured == offline
 
 
