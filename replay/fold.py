@@ -228,7 +228,7 @@ class UnitFold:
         row = {"journal": self.journal, "controller_id": rec["controller_id"], "seq": seq, "time": at, "type": etype,
                "controller_epoch": rec["controller_epoch"], "commands": len(commands), "digest_ok": None,
                "replay_us": round(dt * 1e6, 1), "at_delta_ms": None if self._last_at is None else at - self._last_at,
-               "queue_ms": None, "file": file, "line": line}
+               "queue_ms": None, "live_step_us": None, "live_process_us": None, "file": file, "line": line}
         self._last_at = at
         self._pending[seq] = (len(commands), dg, new.epoch, etype, row, commands)
         self._where = (file, line)
@@ -250,6 +250,14 @@ class UnitFold:
         if ok and rec["controller_epoch"] != epoch:
             ok = False
         row["digest_ok"] = ok
+        # the live loop's times (effects records since 2026-12-06; none in older journals)
+        queue_us, step_us, process_us = body.get("queue_us"), body.get("step_us"), body.get("process_us")
+        if queue_us.__class__ is int:
+            row["queue_ms"] = queue_us / 1000
+        if step_us.__class__ is int:
+            row["live_step_us"] = float(step_us)
+        if process_us.__class__ is int:
+            row["live_process_us"] = float(process_us)
         self.events.append(row)
         if not ok:
             self._find("re-execution", "violation",

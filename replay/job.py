@@ -85,8 +85,8 @@ SCHEMAS = {
                 "isr ARRAY<INT>, unclean BOOLEAN, unclean_allowed BOOLEAN, admin_requested BOOLEAN, outcome STRING, "
                 "cause_type STRING, cause_seq BIGINT, confirm_seq BIGINT, file STRING, line INT",
     "event": "journal STRING, controller_id INT, seq BIGINT, time BIGINT, type STRING, controller_epoch INT, "
-             "commands INT, digest_ok BOOLEAN, replay_us DOUBLE, at_delta_ms BIGINT, queue_ms DOUBLE, file STRING, "
-             "line INT",
+             "commands INT, digest_ok BOOLEAN, replay_us DOUBLE, at_delta_ms BIGINT, queue_ms DOUBLE, "
+             "live_step_us DOUBLE, live_process_us DOUBLE, file STRING, line INT",
     "finding": "rule STRING, severity STRING, journal STRING, file STRING, line INT, seq BIGINT, time BIGINT, "
                "topic STRING, `partition` INT, detail STRING",
     "offline": "topic STRING, `partition` INT, offline_ms BIGINT, offline_intervals INT",
@@ -848,16 +848,21 @@ def _series(deltas: DataFrame, events: DataFrame, t0: int, width: int, buckets: 
         else:
             per = leaders.setdefault(b, {})
             per[k] = per.get(k, 0) + d
-    per_bucket = (events.select(bucket("time").alias("k"), "replay_us")
+    per_bucket = (events.select(bucket("time").alias("k"), "replay_us", "live_process_us")
                   .groupBy("k").agg(F.count("*").alias("n"),
                                     F.percentile_approx("replay_us", 0.5).alias("p50"),
-                                    F.percentile_approx("replay_us", 0.99).alias("p99")).collect())
+                                    F.percentile_approx("replay_us", 0.99).alias("p99"),
+                                    # (nulls, events of journals older than the live times, are left out)
+                                    F.percentile_approx("live_process_us", 0.5).alias("live_p50"),
+                                    F.percentile_approx("live_process_us", 0.99).alias("live_p99")).collect())
     by_k = {r["k"]: r for r in per_bucket}
     return {"buckets": buckets, "bucket_ms": width, "offline": history.cumulative(offline),
             "leaders": {b: history.cumulative(v) for b, v in sorted(leaders.items())},
             "events": [by_k[k]["n"] if k in by_k else 0 for k in range(n)],
             "replay_us_p50": [by_k[k]["p50"] if k in by_k else None for k in range(n)],
-            "replay_us_p99": [by_k[k]["p99"] if k in by_k else None for k in range(n)]}
+            "replay_us_p99": [by_k[k]["p99"] if k in by_k else None for k in range(n)],
+            "live_process_us_p50": [by_k[k]["live_p50"] if k in by_k else None for k in range(n)],
+            "live_process_us_p99": [by_k[k]["live_p99"] if k in by_k else None for k in range(n)]}
 
 
 def build_parser() -> argparse.ArgumentParser:

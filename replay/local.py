@@ -207,10 +207,13 @@ def _replay(root, display) -> Replay:
     t0, width = cluster["start"], cluster["bucket_ms"]
     rate: dict[int, int] = {}
     replay_us: dict[int, list] = {}
+    live_us: dict[int, list] = {}
     for e in events:
         k = history.bucket_index(e["time"], t0, width)
         rate[k] = rate.get(k, 0) + 1
         replay_us.setdefault(k, []).append(e["replay_us"])
+        if e.get("live_process_us") is not None:
+            live_us.setdefault(k, []).append(e["live_process_us"])
     out.series = {
         "buckets": buckets, "bucket_ms": width,
         "offline": audit.offline_series(all_offline, buckets),
@@ -218,6 +221,8 @@ def _replay(root, display) -> Replay:
         "events": [rate.get(k, 0) for k in range(len(buckets))],
         "replay_us_p50": [audit.percentile(replay_us.get(k, []), 50) for k in range(len(buckets))],
         "replay_us_p99": [audit.percentile(replay_us.get(k, []), 99) for k in range(len(buckets))],
+        "live_process_us_p50": [audit.percentile(live_us.get(k, []), 50) for k in range(len(buckets))],
+        "live_process_us_p99": [audit.percentile(live_us.get(k, []), 99) for k in range(len(buckets))],
     }
     out.tables = {"partition_timeline": timeline, "broker_intervals": cluster["broker_intervals"],
                   "controller_terms": cluster["terms"], "reassignments": cluster["reassignments"],

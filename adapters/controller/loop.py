@@ -142,7 +142,8 @@ class ControllerLoop:
         # the event being decided, None between events: the ControllerState gauge reads it from
         # the metrics server's thread (a plain reference, so reading it there is safe)
         self.processing = None
-        self._effects: collections.deque = collections.deque()  # (event_seq, epoch, at, commands)
+        # (event_seq, epoch, at, commands, (queue_us, step_us, process_us))
+        self._effects: collections.deque = collections.deque()
         self._effects_ready = asyncio.Event()
         # held while an effects record is taken, digested and appended: a segment roll waits for
         # it, so no effects record of an event stepped before a snapshot lands after it
@@ -381,10 +382,14 @@ class ControllerLoop:
         if commands and self.executor is not None:
             self.executor.execute(commands, state)
         t3 = time.perf_counter()
-        if self.journal is not None:
-            self._effects.append((self.last_seq, state.epoch, event.at, commands))
-            self._effects_ready.set()
         queue_ms = max(((t1 - journaled_s - enqueued) * 1000) if enqueued else 0.0, 0.0)
+        if self.journal is not None:
+            # the event's times on this loop go into its effects record (written later, when the
+            # controller is quiet): the replay charts them as Kafka's EventQueueTimeMs and
+            # EventProcessingRateAndTimeMs per event, beside its own re-execution time
+            timing = (round(queue_ms * 1000), round((t2 - t1) * 1e6), round((journaled_s + t3 - t1) * 1e6))
+            self._effects.append((self.last_seq, state.epoch, event.at, commands, timing))
+            self._effects_ready.set()
         self.stats.add(type(event).__name__, queue_ms, journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
         if self.observer is not None or self.observers:
             timing = {"enqueued": enqueued, "queue_ms": queue_ms, "journal_ms": journaled_s * 1000,
@@ -428,11 +433,11 @@ class ControllerLoop:
                 await asyncio.sleep(0)
 
     async def _write_one_effects(self) -> None:
-        seq, epoch, at, commands = self._effects.popleft()
+        seq, epoch, at, commands, timing = self._effects.popleft()
         digest = None
         if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
             digest = await asyncio.to_thread(_effects_digest, commands)
-        self._append_effects(seq, epoch, at, commands, digest)
+        self._append_effects(seq, epoch, at, commands, timing, digest)
 
     async def _write_pending_effects(self) -> None:
         async with self._effects_lock:
@@ -444,12 +449,19 @@ class ControllerLoop:
         while self._effects:
             self._append_effects(*self._effects.popleft())
 
-    def _append_effects(self, seq, epoch, at, commands, digest: str | None = None) -> None:
+    def _append_effects(self, seq, epoch, at, commands, timing: tuple[int, int, int],
+                        digest: str | None = None) -> None:
+        """The effects record of event `seq`: its commands' count and digest (what the replay
+        checks), and its times on the loop in microseconds (`queue_us` waiting in the queue,
+        `step_us` in `step()`, `process_us` from the start of its journal record's write to the
+        end of its commands' execution; what the replay charts)."""
         if self.journal_failure is not None:
             return
+        queue_us, step_us, process_us = timing
         try:
             self.journal.append("effects", {"event_seq": seq, "count": len(commands),
-                                            "digest": digest if digest is not None else _effects_digest(commands)},
+                                            "digest": digest if digest is not None else _effects_digest(commands),
+                                            "queue_us": queue_us, "step_us": step_us, "process_us": process_us},
                                 controller_epoch=epoch, at=at)
         except JournalWriteError as exc:
             self._journal_failed(exc)
