@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 
+from adapters.journal.format import read_journal
 from adapters.sim.chaos.config import ChaosConfig, stream
 from adapters.sim.chaos.faults import Claims, Faults
 from adapters.sim.chaos.fleet import Fleet
@@ -40,6 +41,11 @@ def test_a_short_chaos_run_passes_every_check(tmp_path, capsys):
     assert report["settle_seconds"] is not None and report["settle_seconds"] <= 90
     assert report["seed"] == 7 and report["partitions_at_end"] >= 200
     assert "verdict: PASS" in capsys.readouterr().out
+    # every controller's effects records carry its loop's times (the replay charts them)
+    effects = [r["body"] for node in sorted((out / "nodes").glob("node-*")) if node.is_dir()
+               for r in read_journal(node) if r["type"] == "effects"]
+    assert len(effects) >= 50
+    assert all(type(b.get(k)) is int and b[k] >= 0 for b in effects for k in ("queue_us", "step_us", "process_us"))
 
 
 def test_a_seed_gives_the_same_fault_decisions(tmp_path):
