@@ -47,6 +47,19 @@ def summary(values: list) -> dict:
             "max": max(values) if values else None}
 
 
+def live_times(events: Iterable[dict]) -> dict:
+    """The live controller's times per event as its effects records journaled them (none in
+    journals written before 2026-12-06): `process_ms_per_event` (the event record's write, the
+    step and the execution) and `queue_ms_per_event`, each a `summary`."""
+    process, queue = [], []
+    for e in events:
+        if e.get("live_process_us") is not None:
+            process.append(e["live_process_us"] / 1000)
+        if e.get("queue_ms") is not None:
+            queue.append(e["queue_ms"])
+    return {"process_ms_per_event": summary(process), "queue_ms_per_event": summary(queue)}
+
+
 # -- controller terms ------------------------------------------------------------------------------
 
 

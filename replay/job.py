@@ -781,10 +781,12 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="replay-write") as pool:
         pending_findings = pool.submit(finding_summary)
         pending_series = pool.submit(_series, deltas, events, t0, width, cluster["buckets"])
+        pending_live = pool.submit(_live_times, events)
         for done in [pool.submit(write, item) for item in writes.items()]:
             done.result()
         counts_rows, sample, every = pending_findings.result()
         series = pending_series.result()
+        live_times = pending_live.result()
     counts = sorted(((r[0], r[1], r[2]) for r in counts_rows),
                     key=lambda x: (history.SEVERITIES.index(x[0]) if x[0] in history.SEVERITIES else 9, x[1]))
     unit_summaries = small["unit"]
@@ -803,7 +805,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
                              "events_executed": sum(u["events"] for u in run_units),
                              "step_seconds_executed": sum(u["step_seconds"] for u in run_units)},
              "wall_seconds": time.perf_counter() - started, "stage_seconds": marks, "stage_parts": parts,
-             "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary}
+             "offline_ms_per_partition": audit.summary(offline_ms), "recovery_ms_per_failure": recovery_summary,
+             **live_times}
     passed = not any(s == "violation" and n for s, _, n in counts)
     manifest.runs.append({"at": int(time.time() * 1000), "segments": len(hashed), "segments_read": len(rescan),
                           "units": len(units), "units_executed": len(executed), "passed": passed})
@@ -863,6 +866,16 @@ def _series(deltas: DataFrame, events: DataFrame, t0: int, width: int, buckets: 
             "replay_us_p99": [by_k[k]["p99"] if k in by_k else None for k in range(n)],
             "live_process_us_p50": [by_k[k]["live_p50"] if k in by_k else None for k in range(n)],
             "live_process_us_p99": [by_k[k]["live_p99"] if k in by_k else None for k in range(n)]}
+
+
+def _live_times(events: DataFrame) -> dict:
+    """`audit.live_times` over the events table, with Spark's approximate percentiles."""
+    def summary(col) -> list:
+        return [F.count(col), F.percentile_approx(col, 0.5), F.percentile_approx(col, 0.99), F.max(col)]
+
+    row = events.agg(*summary(F.col("live_process_us") / 1000), *summary(F.col("queue_ms"))).collect()[0]
+    keys = ("count", "median", "p99", "max")
+    return {"process_ms_per_event": dict(zip(keys, row[0:4])), "queue_ms_per_event": dict(zip(keys, row[4:8]))}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -232,7 +232,7 @@ def _replay(root, display) -> Replay:
     out.stats = {"events": len(events), "units": len(units), "journals": len(units_of),
                  "segments": len(summaries), "step_seconds": sum(u["step_seconds"] for u in out.units),
                  "offline_ms_per_partition": audit.summary(offline_ms),
-                 "recovery_ms_per_failure": recovery_summary}
+                 "recovery_ms_per_failure": recovery_summary, **audit.live_times(events)}
     out.units.sort(key=lambda u: u["unit"])
     out.findings = findings
     out.tables["findings"] = findings

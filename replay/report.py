@@ -23,6 +23,11 @@ def _fmt_ms(v) -> str:
     return "-" if v is None else f"{v:,.0f} ms"
 
 
+def _fmt_fine_ms(v) -> str:
+    """Milliseconds for times well under one (an event's processing: 0.3 ms, 12.4 ms)."""
+    return "-" if v is None else (f"{v:,.2f} ms" if v < 10 else f"{v:,.1f} ms")
+
+
 PRINTED = 20  # violations listed in the terminal summary (all of them are in the findings table)
 
 
@@ -70,6 +75,12 @@ def summary_text(stats: dict, counts: list[tuple[str, str, int]], passed: bool, 
                  f"max {_fmt_ms(off.get('max'))} ({off.get('count', 0)} partitions)")
     lines.append(f"time to recover after a broker failure: median {_fmt_ms(rec.get('median'))}, "
                  f"p99 {_fmt_ms(rec.get('p99'))}, max {_fmt_ms(rec.get('max'))} ({rec.get('count', 0)} failures)")
+    live, queue = stats.get("process_ms_per_event") or {}, stats.get("queue_ms_per_event") or {}
+    if live.get("count"):
+        lines.append(f"live processing time per event (as journaled): median {_fmt_fine_ms(live.get('median'))}, "
+                     f"p99 {_fmt_fine_ms(live.get('p99'))}, max {_fmt_fine_ms(live.get('max'))} "
+                     f"({live['count']:,} events); in the queue: median {_fmt_fine_ms(queue.get('median'))}, "
+                     f"p99 {_fmt_fine_ms(queue.get('p99'))}")
     for severity, rule, n in counts:
         lines.append(f"  {severity:9} {rule:28} {n:>8,}")
     total = sum(n for severity, _, n in counts if severity == "violation")
@@ -185,6 +196,7 @@ def write_report(out: Path, *, stats: dict, counts: list[tuple[str, str, int]], 
         for s in sorted(shutdowns, key=lambda s: (s["start"], s["broker"])))
     off = stats.get("offline_ms_per_partition") or {}
     rec = stats.get("recovery_ms_per_failure") or {}
+    live, queue = stats.get("process_ms_per_event") or {}, stats.get("queue_ms_per_event") or {}
     imgs = "".join(f"<h3>{e(title)}</h3><img src='{name}' alt='{e(title)}'>" for name, title in charts)
     table_list = "".join(f"<li><code>{e(name)}/</code>: {e(desc)}</li>" for name, desc in (tables or {}).items())
     page = f"""<!doctype html>
@@ -205,10 +217,13 @@ to {_when((series.get('buckets') or [None])[-1])} UTC.</p>
 <table><tr><th></th><th>count</th><th>median</th><th>p99</th><th>max</th></tr>
 <tr><td>offline time per partition</td><td>{off.get('count', 0)}</td><td>{_fmt_ms(off.get('median'))}</td><td>{_fmt_ms(off.get('p99'))}</td><td>{_fmt_ms(off.get('max'))}</td></tr>
 <tr><td>time to recover after a broker failure</td><td>{rec.get('count', 0)}</td><td>{_fmt_ms(rec.get('median'))}</td><td>{_fmt_ms(rec.get('p99'))}</td><td>{_fmt_ms(rec.get('max'))}</td></tr>
+<tr><td>live processing time per event (journal, step, execute)</td><td>{live.get('count', 0)}</td><td>{_fmt_fine_ms(live.get('median'))}</td><td>{_fmt_fine_ms(live.get('p99'))}</td><td>{_fmt_fine_ms(live.get('max'))}</td></tr>
+<tr><td>live queue time per event</td><td>{queue.get('count', 0)}</td><td>{_fmt_fine_ms(queue.get('median'))}</td><td>{_fmt_fine_ms(queue.get('p99'))}</td><td>{_fmt_fine_ms(queue.get('max'))}</td></tr>
 </table>
-<p>Queue times are not in the journal yet (the controller loop measures them but does not record them); the
-processing-time chart shows this replay's own step() + digest time per event, and the events table has the
-`at` delta between consecutive events of a journal.</p>
+<p>The live times come from the controllers' effects records (journals written since 2026-12-06; older
+ones have none, and count 0 here). The processing-time chart draws them beside this replay's own step() +
+digest time per event; the events table has both, and the `at` delta between consecutive events of a
+journal.</p>
 <h2>Findings by rule</h2>{_table("<tr><th>severity</th><th>rule</th><th>count</th></tr>", rows)}
 <h2>Findings ({f"first {len(shown)}; " if len(shown) < sum(n for _, _, n in counts) else ""}all are in <code>findings/</code>)</h2>
 {_table("<tr><th>severity</th><th>rule</th><th>journal</th><th>file:line</th><th>seq</th><th>partition</th><th>detail</th></tr>", frows)}

@@ -102,3 +102,10 @@ async def test_the_effects_records_carry_the_loops_times_and_the_replay_charts_t
         assert row["queue_ms"] == body["queue_us"] / 1000
     live = [v for v in replayed.series["live_process_us_p50"] if v is not None]
     assert live and all(v > 0 for v in live)
+    times = replayed.stats["process_ms_per_event"]
+    assert times["count"] == 6 and 0 < times["median"] <= times["max"]
+    assert times["max"] == max(b["process_us"] for b in effects) / 1000
+    assert replayed.stats["queue_ms_per_event"]["count"] == 6
+    from replay import report
+
+    assert "live processing time per event (as journaled): median" in report.summary_text(replayed.stats, [], True)
