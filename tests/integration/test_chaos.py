@@ -40,12 +40,17 @@ def test_a_short_chaos_run_passes_every_check(tmp_path, capsys):
     assert ok.get("alter-topic-config", 0) >= 1, report["admin"]
     assert report["settle_seconds"] is not None and report["settle_seconds"] <= 90
     assert report["seed"] == 7 and report["partitions_at_end"] >= 200
-    assert "verdict: PASS" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "verdict: PASS" in printed
     # every controller's effects records carry its loop's times (the replay charts them)
     effects = [r["body"] for node in sorted((out / "nodes").glob("node-*")) if node.is_dir()
                for r in read_journal(node) if r["type"] == "effects"]
     assert len(effects) >= 50
     assert all(type(b.get(k)) is int and b[k] >= 0 for b in effects for k in ("queue_us", "step_us", "process_us"))
+    # ... and the soak's summary reports them from the replay
+    live = report["replay_stats"]["process_ms_per_event"]
+    assert live["count"] >= 50 and 0 < live["median"] <= live["p99"] <= live["max"]
+    assert "live processing time per event: median" in " ".join(printed.split())
 
 
 def test_a_seed_gives_the_same_fault_decisions(tmp_path):

@@ -92,6 +92,10 @@ def tables(report: dict) -> Group:
                     f"{_ms(rec.get('median'))}, p99 {_ms(rec.get('p99'))}, max {_ms(rec.get('max'))} "
                     f"({rec.get('count', 0)} failures); offline time per partition: median "
                     f"{_ms(off.get('median'))}, max {_ms(off.get('max'))}")
+        live = r.get("process_ms_per_event") or {}
+        if live.get("count"):  # the controllers' own times per event, from their effects records
+            summary += (f"; live processing time per event: median {live['median']:,.2f} ms, "
+                        f"p99 {live['p99']:,.1f} ms")
     return Group(faults, ops, checks, summary)
 
 

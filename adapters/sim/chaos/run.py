@@ -287,7 +287,8 @@ class Run:
             "controllers": R.log_stats(sorted(self.fleet.journals.glob("node-*.log"))),
             "replay_stats": {k: v for k, v in self.replay_stats.items()
                              if k in ("events", "journals", "segments", "units", "step_seconds", "wall_seconds",
-                                      "offline_ms_per_partition", "recovery_ms_per_failure")},
+                                      "offline_ms_per_partition", "recovery_ms_per_failure",
+                                      "process_ms_per_event", "queue_ms_per_event")},
             "proxies": {b: dict(p.counts) for b, p in self.fleet.proxies.items()},
             "phase_seconds": {k: round(v, 2) for k, v in self.timings.items()},
             "out": str(self.base),
