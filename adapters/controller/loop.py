@@ -387,8 +387,8 @@ class ControllerLoop:
             # the event's times on this loop go into its effects record (written later, when the
             # controller is quiet): the replay charts them as Kafka's EventQueueTimeMs and
             # EventProcessingRateAndTimeMs per event, beside its own re-execution time
-            timing = (round(queue_ms * 1000), round((t2 - t1) * 1e6), round((journaled_s + t3 - t1) * 1e6))
-            self._effects.append((self.last_seq, state.epoch, event.at, commands, timing))
+            times_us = (round(queue_ms * 1000), round((t2 - t1) * 1e6), round((journaled_s + t3 - t1) * 1e6))
+            self._effects.append((self.last_seq, state.epoch, event.at, commands, times_us))
             self._effects_ready.set()
         self.stats.add(type(event).__name__, queue_ms, journaled_s * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000)
         if self.observer is not None or self.observers:
@@ -433,11 +433,11 @@ class ControllerLoop:
                 await asyncio.sleep(0)
 
     async def _write_one_effects(self) -> None:
-        seq, epoch, at, commands, timing = self._effects.popleft()
+        seq, epoch, at, commands, times_us = self._effects.popleft()
         digest = None
         if len(self.state.partitions) >= OFFLOAD_PARTITIONS:
             digest = await asyncio.to_thread(_effects_digest, commands)
-        self._append_effects(seq, epoch, at, commands, timing, digest)
+        self._append_effects(seq, epoch, at, commands, times_us, digest)
 
     async def _write_pending_effects(self) -> None:
         async with self._effects_lock:
@@ -449,7 +449,7 @@ class ControllerLoop:
         while self._effects:
             self._append_effects(*self._effects.popleft())
 
-    def _append_effects(self, seq, epoch, at, commands, timing: tuple[int, int, int],
+    def _append_effects(self, seq, epoch, at, commands, times_us: tuple[int, int, int],
                         digest: str | None = None) -> None:
         """The effects record of event `seq`: its commands' count and digest (what the replay
         checks), and its times on the loop in microseconds (`queue_us` waiting in the queue,
@@ -457,7 +457,7 @@ class ControllerLoop:
         end of its commands' execution; what the replay charts)."""
         if self.journal_failure is not None:
             return
-        queue_us, step_us, process_us = timing
+        queue_us, step_us, process_us = times_us
         try:
             self.journal.append("effects", {"event_seq": seq, "count": len(commands),
                                             "digest": digest if digest is not None else _effects_digest(commands),

@@ -24,14 +24,14 @@ MINUTE = 60_000
 
 def _term(root, node: int, epoch: int, at: int, topics: dict, then: list) -> int:
     """A controller term on `node`'s journal: elected at `at` over `topics`, then the events of
-    `then` (each an (offset from `at`, event)), its writes answered as ZooKeeper would, then
-    resigned. Returns the time of the last record."""
+    `then` in time order, its writes answered as ZooKeeper would, then resigned. Returns the
+    time of the last record."""
     state = initial_state(ControllerConfig(broker_id=node, auto_leader_rebalance_enable=False))
     journal = Journal.open(root / f"node-{node}", node, fsync="never",
                            snapshot_provider=lambda: (state.epoch, {"state": codec.encode_state(state)}))
     queue = [E.ControllerElected(at=at, epoch=epoch, epoch_zk_version=epoch - 1,
                                  snapshot=snapshot(brokers=(1, 2, 3), topics=topics))]
-    queue += [event for _, event in sorted(then, key=lambda x: x[0])]
+    queue += sorted(then, key=lambda e: e.at)
     last = at
     while queue:
         event = queue.pop(0)
@@ -61,8 +61,8 @@ def _life(root, removed: bool):
     loaded = ended + 1_000
     now = {"keep": topics["keep"]} if removed else topics
     _term(root, 2, 3, loaded, now, [
-        (MINUTE, E.BrokersChanged(at=loaded + MINUTE, brokers=(broker(2), broker(3)))),
-        (2 * MINUTE, E.BrokersChanged(at=loaded + 2 * MINUTE, brokers=(broker(1), broker(2), broker(3)))),
+        E.BrokersChanged(at=loaded + MINUTE, brokers=(broker(2), broker(3))),
+        E.BrokersChanged(at=loaded + 2 * MINUTE, brokers=(broker(1), broker(2), broker(3))),
     ])
     return loaded
 
