@@ -58,6 +58,7 @@ def _remove(d: Draft, ids: list[int]) -> None:
 
 
 def on_broker_startup(d: Draft, new: frozenset[int]) -> None:
+    d.forget_offline_dirs(new)
     # existing brokers learn about the new ones, new ones learn everything
     d.requests.send_update_metadata_to_all(ALL)
     moved = columnar_startup.replicas_online(d, new)  # the same transitions over the columns
@@ -87,6 +88,7 @@ def on_broker_failure(d: Draft, dead: frozenset[int], last: bool = False) -> Non
     re-read may stop the decision at once (`draft.DecisionParked`)."""
     if d.shutting_down & dead:
         d.set_shutting_down(d.shutting_down - dead)
+    d.forget_offline_dirs(dead)
     if columnar_brokers.on_broker_failure(d, dead, last):
         return  # the same decision over the columns (the common case; see columnar_brokers.py)
     live = d.live

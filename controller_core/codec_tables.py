@@ -64,9 +64,10 @@ STATE_TYPES: tuple[type, ...] = (ControllerState,)
 VERSIONS: dict[str, int] = {cls.__name__: 1 for cls in EVENT_TYPES + COMMAND_TYPES + STATE_TYPES}
 """Current schema version per top-level type name. Bump one entry (and add an upgrader) when
 that type's encoding changes."""
-VERSIONS["ControllerState"] = 6  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
+VERSIONS["ControllerState"] = 7  # v2: `deferred` (events waiting for a write's outcome); v3: `rechecking`
 # v4: partitions come from the columnar image: replica states in assignment order; v5: partitions
-# as columns (columns.encode_columns) unless some partition does not fit them; v6: `removing_topics`
+# as columns (columns.encode_columns) unless some partition does not fit them; v6: `removing_topics`;
+# v7: `replicas_on_offline_dirs`
 VERSIONS["PartitionStatesWritten"] = 2  # v2: `landed` and `final` (progress of a large write)
 for _name in ("ReassignmentRequested", "PreferredElectionRequested", "WriteReassignmentPlan",
               "DeletePreferredElectionRequest"):
@@ -82,6 +83,7 @@ UPGRADES: dict[tuple[str, int], Callable[[dict], dict]] = {
     ("ControllerState", 3): lambda d: {**d, "v": 4},
     ("ControllerState", 4): lambda d: {**d, "v": 5},  # the map layout stays readable in v5
     ("ControllerState", 5): lambda d: {**d, "v": 6},  # v5 states removed no topic (the field's default)
+    ("ControllerState", 6): lambda d: {**d, "v": 7},  # v6 states knew no replica on a failed dir
     ("PartitionStatesWritten", 1): lambda d: {**d, "v": 2},  # v1 outcomes were all final
     # v1 admin-znode events and writes knew no version: -1, "any" (the field's default)
     ("ReassignmentRequested", 1): lambda d: {**d, "v": 2},

@@ -59,6 +59,8 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
     to re-read noted as the state-change log's walk would note them."""
     if not ENABLED or d.has_writes:
         return False  # (a draft that already wrote would need the first write's expected version)
+    if d.replicas_on_offline_dirs:
+        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
     image = d.partitions
     if image.odd or not image.count:
         return False

@@ -46,8 +46,8 @@ _INIT = ((WriteIntent.INIT,),)
 def elect_waiting(d: Draft) -> bool:
     """`trigger_online_state_change(d)` (every topic) over the columns if the draft allows it
     (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.has_writes:
-        return False
+    if not ENABLED or d.has_writes or d.replicas_on_offline_dirs:
+        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
     image = d.partitions
     if image.odd:
         return False

@@ -58,6 +58,8 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     the draft untouched, if not."""
     if not ENABLED or d.has_writes or d.requests.lai or d.requests.stop or d.log or d.requests.um_tps or d.requests.um_all:
         return False  # (the batch below is built as if it were the decision's first)
+    if d.replicas_on_offline_dirs:
+        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
     image = d.partitions
     if image.odd or not image.count:
         return False

@@ -108,9 +108,11 @@ def _on_topic_deletion(d: Draft, topics: list[str]) -> None:
     retry: list[tuple[TopicPartition, int]] = []
     ineligible: set[str] = set()
     live = d.live
+    # a replica on a failed log dir is as dead as its broker would be (Kafka's isReplicaOnline)
+    on_failed_dirs = d.replicas_on_offline_dirs
     for topic in topics:
         for tp, r, s in _replica_states(d, topic):
-            if r not in live:
+            if r not in live or (on_failed_dirs and (tp, r) in on_failed_dirs):
                 dead.append((tp, r))
                 ineligible.add(topic)
             elif s is not RS.DELETION_SUCCESSFUL:
@@ -146,6 +148,7 @@ def _complete(d: Draft, topic: str) -> None:
     d.topics_to_delete = d.topics_to_delete - {topic}
     d.topics_deletion_started = d.topics_deletion_started - {topic}
     d.topics_ineligible_for_deletion = d.topics_ineligible_for_deletion - {topic}
+    d.forget_offline_dirs(topic=topic)
     d.command(C.DeleteTopic(topic=topic))
     if d.config.rules >= 3:
         # until the writer says the znodes are gone, a listing may still name the topic: read

@@ -93,6 +93,7 @@ class Draft:
         self._read: dict = {}  # partitions read from the image in this step (rows built once)
         self._rows: list | None = None  # every row's partition, once `scan` has read them all
         self._live = None
+        self._offline_dirs: tuple | None = None  # (pairs, {tp: brokers}) of replicas_on_offline_dirs
         # election results by (rule, replicas, ISR), valid while the live brokers do not change:
         # a failover elects thousands of partitions with a handful of distinct shapes
         self.elections: dict[tuple, tuple | None] = {}
@@ -260,6 +261,21 @@ class Draft:
     def live_or_shutting_down(self) -> frozenset[int]:
         return frozenset(self.brokers.keys())
 
+    def on_offline_dirs(self, tp: TopicPartition) -> frozenset[int]:
+        """The brokers whose replica of `tp` is on a failed log dir (Kafka's
+        replicasOnOfflineDirs): live or not, they do not count as online for its elections.
+        Empty but for the few partitions of a failed disk, until its broker restarts."""
+        pairs = self.replicas_on_offline_dirs
+        if not pairs:
+            return frozenset()
+        cached = self._offline_dirs
+        if cached is None or cached[0] is not pairs:
+            by_tp: dict[TopicPartition, set[int]] = {}
+            for t, b in pairs:
+                by_tp.setdefault(t, set()).add(b)
+            cached = self._offline_dirs = (pairs, {t: frozenset(bs) for t, bs in by_tp.items()})
+        return cached[1].get(tp, frozenset())
+
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         info = self.topics.get(topic)
         return [_new(TopicPartition, (topic, p)) for p in range(info.partition_count)] if info else []
@@ -290,6 +306,17 @@ class Draft:
         self.shutting_down = ids
         self._live = None
         self.elections.clear()
+
+    def forget_offline_dirs(self, brokers: Iterable[int] = (), topic: str | None = None) -> None:
+        """Drop the failed-log-dir replicas of brokers that start or fail (their disks are
+        replaced while they are down; Kafka's onBrokerStartup and onBrokerFailure) or of a topic
+        that is gone (`replicas_on_offline_dirs`)."""
+        pairs = self.replicas_on_offline_dirs
+        if pairs:
+            brokers = frozenset(brokers)
+            kept = frozenset(p for p in pairs if p[1] not in brokers and p[0].topic != topic)
+            if len(kept) != len(pairs):
+                self.replicas_on_offline_dirs = kept
 
     def record(self, from_state, to_state, tp: TopicPartition, replica: int = -1, ok: bool = True, detail: str = "") -> None:
         """Add one entry to the state-change log (grouped by transition in `finish`)."""

@@ -11,8 +11,11 @@ its LeaderAndIsrResponseReceived.
   member is the failed replica goes OfflinePartition without an election.
   Other partition errors go to the usual handler (`fallback`).
 
-A replica counts as newly reported unless it is already OfflineReplica and not the leader (an
-election since may have picked it again: the election rules see brokers, not log dirs).
+Rules 4 keep the reported replicas (`replicas_on_offline_dirs`, Kafka's replicasOnOfflineDirs):
+a replica is newly reported if it is not kept yet, and a kept one counts as offline in every
+election (partitions.py) until its broker starts or fails again. Under older rules (journals
+decided before) nothing is kept: a replica counted as newly reported unless it was already
+OfflineReplica and not the leader, since an election could pick it again.
 """
 from __future__ import annotations
 
@@ -50,18 +53,28 @@ def storage_errors_then(fallback: Callable[[Draft, LeaderAndIsrResponded], None]
 
 
 def on_replicas_offline(d: Draft, broker: int, tps) -> None:
-    replicas, led = [], []
-    for tp in sorted(set(tps)):
+    reported = sorted(set(tps))
+    keep = d.config.rules >= 4
+    if keep:  # only the replicas not reported before are new (Kafka: current -- previous)
+        kept = d.replicas_on_offline_dirs
+        reported = [tp for tp in reported if (tp, broker) not in kept]
+    replicas, led, hosted = [], [], []
+    for tp in reported:
         info = d.info(tp)
-        if info is None or broker not in info.assignment.replicas or d.queued_for_deletion(tp.topic):
+        if info is None or broker not in info.assignment.replicas:
+            continue
+        hosted.append((tp, broker))
+        if d.queued_for_deletion(tp.topic):
             continue
         li = info.leader_isr
         leads = li is not None and li.leader == broker
-        if info.replica_state(broker) is ReplicaState.OFFLINE and not leads:
+        if not keep and info.replica_state(broker) is ReplicaState.OFFLINE and not leads:
             continue
         replicas.append((tp, broker))
         if leads:
             led.append(tp)
+    if keep and hosted:
+        d.replicas_on_offline_dirs = d.replicas_on_offline_dirs | frozenset(hosted)
     if not replicas:
         return
     R.move(d, replicas, ReplicaState.OFFLINE)
@@ -69,11 +82,13 @@ def on_replicas_offline(d: Draft, broker: int, tps) -> None:
     electable, stranded = [], []
     for tp in led:
         li = d.info(tp).leader_isr
-        if li is not None and any(r != broker and r in live for r in li.isr):
+        gone = d.on_offline_dirs(tp) if keep else ()
+        if li is not None and any(r != broker and r in live and r not in gone for r in li.isr):
             electable.append(tp)
         else:
             stranded.append(tp)
-    # leaderless either way; only those with another live ISR member can be elected now (an
-    # election among the rest would pick the failed replica again)
+    # leaderless either way; only those with another live ISR member can be elected now (under
+    # older rules an election among the rest would pick the failed replica again; under rules 4
+    # it would be refused, and a refusal asks for a re-read this decision does not need)
     P.to_offline(d, stranded)
     P.offline_then_elect(d, electable)

@@ -56,6 +56,8 @@ def initialize(d: Draft, tp: TopicPartition) -> str | None:
     """New -> Online: the first live replica leads, the live replicas form the ISR."""
     info = d.info(tp)
     live = d.live
+    if d.replicas_on_offline_dirs:
+        live = live - d.on_offline_dirs(tp)
     live_replicas = tuple(r for r in info.assignment.replicas if r in live)
     if not live_replicas:
         d.record(P.NEW, P.ONLINE, tp, ok=False, detail=NO_LIVE_REPLICA)
@@ -79,33 +81,39 @@ def choose(d: Draft, tp: TopicPartition, strategy: Strategy, info=None):
         return (f"aborted leader election: the state was written by controller epoch "
                 f"{li.controller_epoch}, newer than ours ({d.epoch})")
     replicas = info.assignment.replicas
+    # replicas on failed log dirs do not count as online (rules 4; nearly always none)
+    gone = d.on_offline_dirs(tp) if d.replicas_on_offline_dirs else None
     if strategy == OFFLINE or strategy == OFFLINE_UNCLEAN:
-        key = (replicas, li.isr)
-        memo = d.elections.get(key)
-        if memo is None:
+        if gone:
+            live = d.live - gone
+            memo = (election.offline(replicas, li.isr, live, False), [r for r in replicas if r in live])
+        else:
             live = d.live
-            memo = d.elections[key] = (election.offline(replicas, li.isr, live, False),
-                                       [r for r in replicas if r in live])
+            key = (replicas, li.isr)
+            memo = d.elections.get(key)
+            if memo is None:
+                memo = d.elections[key] = (election.offline(replicas, li.isr, live, False),
+                                           [r for r in replicas if r in live])
         result, recipients = memo
         if result is None and (strategy == OFFLINE_UNCLEAN or d.unclean_allowed(tp.topic)):
-            result = election.offline(replicas, li.isr, d.live, True)
+            result = election.offline(replicas, li.isr, live, True)
     elif strategy == REASSIGN:
-        live = d.live
+        live = d.live - gone if gone else d.live
         target = info.assignment.target_replicas
         result = election.reassign(target, li.isr, live)
         recipients = [r for r in target if r in live]
     elif strategy == PREFERRED:
-        live = d.live
+        live = d.live - gone if gone else d.live
         result = election.preferred(replicas, li.isr, live)
         recipients = [r for r in replicas if r in live]
     elif strategy == CONTROLLED_SHUTDOWN:
-        everyone = d.live_or_shutting_down
+        everyone = d.live_or_shutting_down - gone if gone else d.live_or_shutting_down
         result = election.controlled_shutdown(replicas, li.isr, everyone, d.shutting_down)
         recipients = [r for r in replicas if r in everyone]
     else:
         raise ValueError(f"unknown election strategy {strategy!r}")
     if result is None:
-        if d.config.rules >= 2 and tp not in d.confirmed and any(r not in li.isr for r in _candidates(d, strategy, info)):
+        if d.config.rules >= 2 and tp not in d.confirmed and any(r not in li.isr for r in _candidates(d, strategy, info, gone)):
             # A replica the rule would take, were it in the ISR, is not in the cached ISR: its
             # leader may have added it and the notification is still queued. Kafka decides on
             # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.
@@ -120,18 +128,20 @@ def refusal(strategy: Strategy, isr: tuple[int, ...]) -> str:
     return f"no eligible leader under the {strategy} strategy (isr {list(isr)})"
 
 
-def _candidates(d: Draft, strategy: Strategy, info) -> list[int]:
-    """The replicas that `strategy` may elect, leaving ISR membership aside."""
+def _candidates(d: Draft, strategy: Strategy, info, gone: frozenset[int] | None) -> list[int]:
+    """The replicas that `strategy` may elect, leaving ISR membership aside (`gone`: brokers
+    whose replica is on a failed log dir)."""
+    if strategy == CONTROLLED_SHUTDOWN:
+        everyone, leaving = d.live_or_shutting_down, d.shutting_down
+        if gone:
+            everyone = everyone - gone
+        return [r for r in info.assignment.replicas if r in everyone and r not in leaving]
+    live = d.live - gone if gone else d.live
     if strategy == REASSIGN:
-        live = d.live
         return [r for r in info.assignment.target_replicas if r in live]
     if strategy == PREFERRED:
         replicas = info.assignment.replicas
-        return [replicas[0]] if replicas and replicas[0] in d.live else []
-    if strategy == CONTROLLED_SHUTDOWN:
-        everyone, leaving = d.live_or_shutting_down, d.shutting_down
-        return [r for r in info.assignment.replicas if r in everyone and r not in leaving]
-    live = d.live
+        return [replicas[0]] if replicas and replicas[0] in live else []
     return [r for r in info.assignment.replicas if r in live]
 
 

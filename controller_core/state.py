@@ -30,16 +30,18 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
-    rules: int = 3
+    rules: int = 4
     """Not a node setting: the decision rules this controller follows, as KRaft's
-    `metadata.version` gates what a controller does. 3: a topic whose deletion this controller
-    completed is not created again from a listing that may have been read before its znodes
-    were removed (`removing_topics`, deletion.py). 2: an election refused on a cached ISR is
-    confirmed against ZooKeeper before it is final (step.py), and KAFKA_STORAGE_ERROR in a
-    LeaderAndIsr answer takes the replica offline (log_dirs.py). 1: neither, as the controllers
-    that wrote the journals before them decided (states decoded from those journals' snapshots
-    say 1). The journals keep the rules their controller followed, so that the replay
-    re-executes each as it was decided."""
+    `metadata.version` gates what a controller does. 4: a replica its broker reported on a
+    failed log dir is left out of elections and of its partition's LeaderAndIsr recipients
+    until the broker restarts (`replicas_on_offline_dirs`, log_dirs.py). 3: a topic whose
+    deletion this controller completed is not created again from a listing that may have been
+    read before its znodes were removed (`removing_topics`, deletion.py). 2: an election
+    refused on a cached ISR is confirmed against ZooKeeper before it is final (step.py), and
+    KAFKA_STORAGE_ERROR in a LeaderAndIsr answer takes the replica offline (log_dirs.py). 1:
+    neither, as the controllers that wrote the journals before them decided (states decoded
+    from those journals' snapshots say 1). The journals keep the rules their controller
+    followed, so that the replay re-executes each as it was decided."""
     dynamic_unclean_leader_election_enable: bool | None = None
     """The cluster default `/config/brokers/<default>` sets (None: not set there); it wins over
     the node's static `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""
@@ -93,6 +95,12 @@ class ControllerState:
       ZooKeeper writer is removing (`DeleteTopic` sent, `TopicZnodesDeleted` not yet seen). A
       topic listing queued meanwhile may have been read before the removal: these topics in it
       are not new topics (rules 3).
+    - `replicas_on_offline_dirs`: `(partition, broker)` pairs whose broker answered a
+      LeaderAndIsr with KAFKA_STORAGE_ERROR for them (Kafka's replicasOnOfflineDirs): such a
+      replica counts as offline in elections although its broker is live. A broker's pairs go
+      when it starts or fails (a failed disk is replaced with the broker down), a topic's when
+      it is deleted or forgotten. A new controller starts with none, as Kafka's does: its
+      LeaderAndIsr to every replica brings the errors back (rules 4).
     """
 
     config: ControllerConfig
@@ -119,6 +127,7 @@ class ControllerState:
     rechecking: tuple[Event, ...] = ()
     recheck_id: int = 0
     removing_topics: frozenset[str] = frozenset()
+    replicas_on_offline_dirs: frozenset[tuple[TopicPartition, int]] = frozenset()
 
     # -- read helpers (Kafka's ControllerContext queries) -------------------------------------
 

@@ -117,6 +117,7 @@ def _forget(d: Draft, topic: str) -> None:
     d.topics_to_delete -= gone
     d.topics_deletion_started -= gone
     d.topics_ineligible_for_deletion -= gone
+    d.forget_offline_dirs(topic=topic)
     stale = [tp for tp in d.reassigning if tp.topic == topic]
     if stale:
         d.reassigning = d.reassigning - frozenset(stale)
