@@ -354,5 +354,61 @@ async def test_a_failed_log_dir_takes_its_replicas_offline_and_the_broker_keeps_
     assert "every log dir of broker 1 is offline" in cluster.procs.nodes[1].log_text()
 
 
+async def test_a_replica_on_a_failed_dir_is_not_elected_uncleanly_when_its_leader_dies(make_cluster, admin, kctl,
+                                                                                         tmp_path):
+    """Kafka's replicasOnOfflineDirs: broker 2's replica of q-0 is on a failed dir, so when q-0's
+    only in-sync replica dies, an unclean election must not pick it (it would answer
+    KAFKA_STORAGE_ERROR and go offline again, with q-0's ISR lost to it)."""
+    import os
+    import shutil
+
+    d1, d2 = tmp_path / "disk1", tmp_path / "disk2"
+    cluster = make_cluster()
+    cluster.spawn(1, 3)
+    holder, _ = await until(lambda: a_controller(admin), "a controller", timeout=30)
+    lead = 3 if holder == 1 else 1  # q's leader must not be the controller: a new controller knows no failed dir
+    cluster.procs.start_node(2, settings={"log.dirs": f"{d1},{d2}"})
+    await until(lambda: registered(admin, (1, 2, 3)), "three brokers", timeout=30)
+    rc, _, err = await kctl("topics", "--create", "--topic", "q", "--replica-assignment", f"{lead}:2,{lead}:2")
+    assert rc == 0, err
+    rc, _, err = await kctl("configs", "--entity-type", "topics", "--entity-name", "q", "--alter",
+                            "--add-config", "unclean.leader.election.enable=true")
+    assert rc == 0, err
+    await until(lambda: settled(admin, "q"), "q online")
+
+    def placed():
+        where = {d: sorted(os.listdir(d)) for d in (d1, d2)}
+        return where if sum(len(v) for v in where.values()) == 2 else None
+    where = await until(lambda: _sync(placed), "a directory per replica of broker 2")
+    failed = d1 if "q-0" in where[d1] else d2
+    assert "q-1" not in where[failed]
+    shutil.rmtree(failed)
+    failed.write_text("not a directory any more")
+
+    async def q0_left_by_2():
+        li = (await states_of(admin, "q"))[0]
+        return li if list(li.isr) == [lead] else None
+    before = await until(q0_left_by_2, "broker 2's replica of q-0 out of its ISR", timeout=15)
+    await cluster.kill(lead)  # q-0's last in-sync replica
+
+    seen = []
+
+    async def q1_moved():
+        states = await states_of(admin, "q")
+        seen.append(states[0])
+        return states if states[1].leader == 2 else None
+    await until(q1_moved, "q-1 led by broker 2 (its replica there is fine)", timeout=30)
+    await asyncio.sleep(1.5)
+    li = (await states_of(admin, "q"))[0]
+    seen.append(li)
+    assert all(s.leader != 2 for s in seen), seen  # never elected, not even for a moment
+    # the dead leader leaves it leaderless, its ISR kept (the last member): one write, as in Kafka
+    assert (li.leader, list(li.isr), li.leader_epoch) == (-1, [lead], before.leader_epoch + 1)
+
+    cluster.procs.start_node(lead)  # the in-sync replica returns: a clean election
+    li = await until(lambda: leader_is(admin, "q", lead), "q-0 led by its in-sync replica again", timeout=30)
+    assert list(li.isr) == [lead]
+
+
 async def _sync(fn):
     return fn()
