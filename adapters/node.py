@@ -71,6 +71,11 @@ from adapters.znodes import dynconfig as D
 
 log = logging.getLogger("kctl.node")
 
+STOPPING = "the node is stopping"
+"""The reason of the `ControllerResigned` a controller journals when its node stops cleanly."""
+RESIGN_WAIT_S = 5.0
+"""How long a clean stop waits for the controller loop to decide that resignation."""
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -684,6 +689,15 @@ class ClusterNode:
         if self.active:
             self.active = False
             self.watches.stop()
+            if clean and self.loop is not None and self.loop.journal is not None:
+                # the term's end goes into the journal, decided like any resignation: the replay
+                # reads it there instead of inferring it from the next controller's epoch
+                self._put(E.ControllerResigned(at=now_ms(), reason=STOPPING))
+                try:
+                    await asyncio.wait_for(self.loop.wait_idle(), RESIGN_WAIT_S)
+                except asyncio.TimeoutError:
+                    log.warning("the controller's last events were not processed within %.0f s of the stop; "
+                                "its journal ends without the term's end", RESIGN_WAIT_S)
         supervisor = self._supervisor
         if supervisor is not None and supervisor is not asyncio.current_task():
             supervisor.cancel()

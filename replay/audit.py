@@ -91,8 +91,8 @@ def controller_terms(term_events: Iterable[dict], restarts: Iterable[dict] = (),
         if open_term is not None:
             open_term["reason"] = None  # the journal ends inside the term: see below
             terms.append(open_term)
-    # A term open when its journal ends: the process stopped (a clean stop journals nothing
-    # more) or the journal was cut. Only the cluster's latest term is still held at the end.
+    # A term open when its journal ends: the process was killed (a clean stop journals its
+    # resignation, since 2026-12-06; older journals end without it) or the journal was cut. Only the cluster's latest term is still held at the end.
     by_start = sorted(terms, key=lambda t: (t["start"], t["epoch"] if t["epoch"] is not None else -1))
     for k, t in enumerate(by_start):
         if t["end"] is not None or t["reason"] is not None:

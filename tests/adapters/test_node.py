@@ -59,6 +59,28 @@ async def test_exactly_one_controller_with_epoch_1_then_failover_to_epoch_2(clus
     assert second.loop.state.epoch == 2 and second.loop.state.epoch_zk_version == 2
 
 
+async def test_a_controller_that_stops_cleanly_journals_the_end_of_its_term(cluster, admin, tmp_path):
+    """The replay reads a stopped controller's term end from its journal, with the reason, and
+    no longer infers it from the next controller's epoch."""
+    from adapters.journal.format import read_journal
+    from adapters.node import STOPPING
+    from replay import local
+
+    first = await wait_for(lambda: active(cluster), what="a controller")
+    await first.close()
+    rest = [n for n in cluster if n is not first]
+    await wait_for(lambda: active(rest), what="a new controller")
+    events = [r["body"] for r in read_journal(tmp_path / f"node-{first.broker_id}") if r["type"] == "event"]
+    assert events[-1]["type"] == "ControllerResigned" and events[-1]["reason"] == STOPPING
+    for n in rest:
+        await n.close()
+    terms = local.replay(tmp_path).tables["controller_terms"]
+    mine = [t for t in terms if t["controller_id"] == first.broker_id and t["epoch"] == 1]
+    assert len(mine) == 1 and mine[0]["reason"] == f"ControllerResigned: {STOPPING}" and mine[0]["end"], terms
+    # the next controller stopped cleanly too: the latest term has its end as well
+    assert [t["reason"] for t in terms] == [f"ControllerResigned: {STOPPING}"] * 2, terms
+
+
 async def test_a_registration_rewritten_in_place_reaches_the_controller(cluster, admin, caplog):
     """A broker that rewrites its `/brokers/ids/<id>` data in the same session (a new rack or
     endpoint) is re-read, as Kafka's BrokerModifications does, and not taken for a bounce."""
