@@ -275,8 +275,9 @@ class ClusterNode:
         self._crash_event.set()
 
     async def _follow_dynamic_configs(self) -> None:
-        """Kafka's config manager: throttles for the simulated replica manager, the cluster
-        default `unclean.leader.election.enable` for the controller (adapters/broker/config_watch.py)."""
+        """Kafka's config manager: throttles for the simulated replica manager, the dynamic
+        `unclean.leader.election.enable` (this broker's own, else the cluster default) for the
+        controller (adapters/broker/config_watch.py)."""
 
         self._unclean_default: bool | None = None
         self.dynamic_configs = DynamicConfigs(self.zk, weak_method(self._on_config_change))
@@ -293,17 +294,27 @@ class ClusterNode:
             rm.throttles_changed()
             if hasattr(self.broker, "wake"):
                 self.broker.wake()
-        if (entity_type, name) != (D.BROKERS, D.DEFAULT_ENTITY):
+        if entity_type != D.BROKERS or name not in (D.DEFAULT_ENTITY, str(self.broker_id)):
             return
-        raw = self.dynamic_configs.get(D.BROKERS, D.DEFAULT_ENTITY).get(D.UNCLEAN_KEY)
-        value = None if raw is None else raw.strip().lower()
-        if value not in (None, "true", "false"):
-            log.error("ignoring %s=%r in /config/brokers/%s: expected true or false", D.UNCLEAN_KEY, raw, name)
-            return
-        unclean = None if value is None else value == "true"
+        # Kafka's dynamic broker config: this broker's own `/config/brokers/<id>` wins over the
+        # cluster default `<default>`, which wins over the static setting (the core's part)
+        unclean = None
+        for entity in (str(self.broker_id), D.DEFAULT_ENTITY):
+            raw = self.dynamic_configs.get(D.BROKERS, entity).get(D.UNCLEAN_KEY)
+            value = None if raw is None else raw.strip().lower()
+            if value not in (None, "true", "false"):
+                log.error("ignoring %s=%r in /config/brokers/%s: expected true or false", D.UNCLEAN_KEY, raw, entity)
+                continue
+            if value is not None:
+                unclean = value == "true"
+                source = f"/config/brokers/{entity}"
+                break
         if unclean != self._unclean_default:
             self._unclean_default = unclean
-            log.info("cluster default %s is now %s", D.UNCLEAN_KEY, "unset" if unclean is None else value)
+            if unclean is None:
+                log.info("dynamic %s is now unset: the static setting applies", D.UNCLEAN_KEY)
+            else:
+                log.info("dynamic %s is now %s (from %s)", D.UNCLEAN_KEY, str(unclean).lower(), source)
             self._put(E.BrokerDefaultConfigChanged(at=now_ms(), unclean_leader_election_enable=unclean))
 
     def _make_broker(self):

@@ -1,7 +1,7 @@
-"""Dynamic cluster-wide configuration: Kafka 2.4's UncleanLeaderElectionEnable controller event.
+"""Dynamic broker configuration: Kafka 2.4's UncleanLeaderElectionEnable controller event.
 
-`BrokerDefaultConfigChanged` carries `unclean.leader.election.enable` of
-`/config/brokers/<default>`. It is the node's configuration, not the term's: it is applied to
+`BrokerDefaultConfigChanged` carries the node's dynamic `unclean.leader.election.enable`: its
+own `/config/brokers/<id>`, else `/config/brokers/<default>`. It is the node's configuration, not the term's: it is applied to
 `state.config` whether or not this node is the controller (so a later term starts with it), and
 when it turns unclean election on while this node is the controller, every New or Offline
 partition is elected at once with the offline rule (Kafka's
@@ -9,7 +9,9 @@ partition is elected at once with the offline rule (Kafka's
 replica where the topic has no override saying otherwise.
 
 Precedence (ControllerConfig.unclean_default, ControllerState.unclean_allowed): the topic's
-override, then this dynamic default, then the node's static setting.
+override, then this dynamic value (the broker's own, then the cluster default), then the node's
+static setting. As in Kafka, the controller's own broker settings decide: a per-broker value on
+another broker matters once that broker is the controller.
 """
 from __future__ import annotations
 

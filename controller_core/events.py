@@ -115,11 +115,13 @@ class TopicConfigsChanged:
 
 @frozen
 class BrokerDefaultConfigChanged:
-    """The cluster-wide broker default `/config/brokers/<default>` now sets
-    `unclean.leader.election.enable` to this value (None: not set there). Emitted by every node's
-    dynamic-config follower (adapters/broker/config_watch.py), controller or not, when the value
-    changes, and at start when it is set: like Kafka's dynamic broker config, it is the node's
-    setting, kept across terms."""
+    """The node's dynamic broker-level `unclean.leader.election.enable` (the default of topics
+    without an override) is now this value (None: set nowhere dynamically): its own
+    `/config/brokers/<id>` if that sets it, else the cluster-wide `/config/brokers/<default>`.
+    Emitted by every node's dynamic-config follower (adapters/broker/config_watch.py, node.py),
+    controller or not, when the value changes, and at start when it is set: like Kafka's dynamic
+    broker config, it is the node's setting, kept across terms. (Journals before 2026-12-06
+    carry the cluster default alone.)"""
 
     at: int
     unclean_leader_election_enable: bool | None = None

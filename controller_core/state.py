@@ -43,8 +43,9 @@ class ControllerConfig:
     from those journals' snapshots say 1). The journals keep the rules their controller
     followed, so that the replay re-executes each as it was decided."""
     dynamic_unclean_leader_election_enable: bool | None = None
-    """The cluster default `/config/brokers/<default>` sets (None: not set there); it wins over
-    the node's static `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""
+    """The node's dynamic value: its own `/config/brokers/<id>`, else the cluster default
+    `/config/brokers/<default>` (None: set in neither); it wins over the node's static
+    `unclean_leader_election_enable` (BrokerDefaultConfigChanged)."""
 
     def unclean_default(self) -> bool:
         """`unclean.leader.election.enable` for a topic without an override: the dynamic cluster

@@ -218,6 +218,43 @@ async def test_unclean_election_follows_the_dynamic_cluster_default(make_cluster
     assert sorted(await live_broker_ids(admin)) == sorted((holder, a))
 
 
+async def test_unclean_election_follows_the_controllers_own_broker_config(make_cluster, admin, kctl):
+    """`/config/brokers/<id>` of the controller's broker wins over the cluster default, and
+    another broker's says nothing about the controller's decisions (Kafka's dynamic broker
+    config: the controller reads its own)."""
+    cluster = make_cluster()
+    cluster.spawn(1, 2, 3)
+    await until(lambda: registered(admin, (1, 2, 3)), "three brokers", timeout=30)
+    holder, _ = await until(lambda: a_controller(admin), "a controller")
+    a, b = [x for x in (1, 2, 3) if x != holder]
+    rc, _, err = await kctl("topics", "--create", "--topic", "u", "--replica-assignment", f"{b}:{a}")
+    assert rc == 0, err
+    await until(lambda: settled(admin, "u"), "u-0 online")
+
+    async def configure(entity: list[str], value: str) -> None:
+        rc, _, err = await kctl("configs", "--entity-type", "brokers", *entity, "--alter",
+                                "--add-config", f"unclean.leader.election.enable={value}")
+        assert rc == 0, err
+
+    await configure(["--entity-default"], "true")
+    await configure(["--entity-name", str(holder)], "false")  # the controller's own says no
+    await configure(["--entity-name", str(a)], "true")  # a's says yes, but a is not the controller
+    await cluster.kill(a)  # a leaves the ISR ...
+    await until(lambda: isr_is(admin, ("u",), [b]), "the ISR shrinks to b")
+    await cluster.kill(b)  # ... then the last ISR member dies: offline
+    await until(lambda: all_offline(admin, ("u",)), "u-0 offline")
+    cluster.procs.start_node(a)  # a is live again but not in the ISR
+    await until(lambda: registered(admin, (holder, a)), "a back", timeout=30)
+    await asyncio.sleep(1.5)
+    assert (await states_of(admin, "u"))[0].leader == -1  # the controller's own false wins
+
+    rc, _, err = await kctl("configs", "--entity-type", "brokers", "--entity-name", str(holder), "--alter",
+                            "--delete-config", "unclean.leader.election.enable")
+    assert rc == 0, err  # now the cluster default (true) applies, without a restart
+    li = await until(lambda: leader_is(admin, "u", a), "unclean election of u-0 once the override is gone")
+    assert (li.leader, list(li.isr)) == (a, [a])
+
+
 async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_cluster, admin, kctl):
     cluster = make_cluster()
     cluster.spawn(1, 2)
