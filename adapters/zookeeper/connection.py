@@ -395,7 +395,7 @@ class _Session(_AiozkSession):
         conn = _Connection(host, port, watch_handler=self.event_dispatch, on_lost=self._connection_lost,
                            zxid_mark=self._zxid_mark())
         try:
-            await asyncio.wait_for(conn.connect(), max(self.timeout, 1.0))
+            await asyncio.wait_for(conn.connect(), self.connect_timeout())
         except Exception as error:  # refused, timed out, server not serving yet
             log.debug("cannot connect to %s:%s: %r", host, port, error)
             if conn.writer is not None:
@@ -448,6 +448,21 @@ class _Session(_AiozkSession):
 
     # -- establishing sessions -------------------------------------------------------------
 
+    def connect_timeout(self) -> float:
+        """How long one connection may take to open: Java's ClientCnxn gives each server of
+        the list its share of the session timeout for the TCP connect, so that a silent one
+        leaves time for the next. aiozk's connect also asks the server `srvr` (its version, and
+        whether it is read-only) and waits for the answer: half that share here, so that a
+        server that takes the connection and says nothing leaves time for a retry."""
+        return max(self.timeout / (2 * max(len(self.hosts), 1)), 1.0)
+
+    def handshake_timeout(self) -> float:
+        """How long a ConnectRequest may wait for its answer: 2/3 of the session timeout, Java's
+        read timeout. Waiting the whole timeout, as before, let one silent server (a JVM
+        starting or stopping on a loaded machine holds the connection in its accept backlog)
+        outlast the session the handshake was to save; this leaves a third of it for a retry."""
+        return max(self.timeout * 2 / 3, 1.0)
+
     async def establish_session(self):
         request = _proto.ConnectRequest(
             protocol_version=0,
@@ -478,7 +493,7 @@ class _Session(_AiozkSession):
             await self.find_server(allow_read_only=False)
             previous = self.session_id
             try:
-                await asyncio.wait_for(self.establish_session(), self.timeout)
+                await asyncio.wait_for(self.establish_session(), self.handshake_timeout())
                 self.conn.start_read_loop()
                 if self.auth is not None:
                     scheme, credential = self.auth

@@ -556,3 +556,65 @@ async def test_pings_in_flight_together_all_read_as_pings(zk, caplog):
     replies = await asyncio.wait_for(asyncio.gather(*(conn.send(aiozk.protocol.PingRequest()) for _ in range(3))), 10)
     assert len(replies) == 3
     assert "unreadable ZooKeeper reply" not in caplog.text
+
+
+@pytest.mark.parametrize("silent", ["probe", "handshake"])
+async def test_a_silent_server_is_given_up_in_time_to_save_the_session(zk_server, silent):
+    """A server that takes the connection and never answers (a JVM starting or stopping on a
+    loaded machine holds it in its accept backlog) must not hold the client for the whole
+    session timeout, whether it is silent to aiozk's `srvr` probe or to the ConnectRequest:
+    the client gives up in time (half the connect share; 2/3 of the timeout for the handshake,
+    Java's read timeout) and its next try saves the session. Before, each waited the whole
+    timeout, and the session expired meanwhile."""
+    target = ("127.0.0.1", zk_server.port)
+    swallow = False
+    held: list[asyncio.StreamWriter] = []
+    links: list[asyncio.StreamWriter] = []
+    tasks: set[asyncio.Task] = set()
+
+    async def pipe(reader, writer, first=b""):
+        with contextlib.suppress(OSError):
+            if first:
+                writer.write(first)
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+    async def gate(reader, writer):
+        tasks.add(asyncio.current_task())
+        first = await reader.read(4)  # b"srvr", or the start of a ConnectRequest
+        probe = first == b"srvr"
+        if swallow and probe == (silent == "probe"):  # taken, never answered
+            held.append(writer)
+            return
+        up_reader, up_writer = await asyncio.open_connection(*target)
+        links.extend((writer, up_writer))
+        await asyncio.gather(pipe(reader, up_writer, first), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(gate, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    timeout = 9.0
+    zk = await ZkSession.connect(f"127.0.0.1:{port}", session_timeout_ms=int(timeout * 1000))
+    assert zk.session_timeout_ms == timeout * 1000  # (the server did not negotiate it down)
+    try:
+        session = zk.session_id
+        swallow = True
+        cut = time.monotonic()
+        for w in links:  # the connection drops; the next one is swallowed
+            w.transport.abort()
+        await asyncio.sleep(1.0)
+        swallow = False  # the server answers again, but not on the connection it swallowed
+        await asyncio.wait_for(zk.exists("/"), timeout * 2)
+        back = time.monotonic() - cut
+        assert held, "the gate swallowed nothing: the test did not test anything"
+        assert zk.session_id == session and zk.connection.expiries == 0
+        assert back < timeout * 0.9, f"reconnected {back:.1f} s after the cut: the client waited too long"
+    finally:
+        await zk.close()
+        for w in held + links:
+            w.transport.abort()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        server.close()
