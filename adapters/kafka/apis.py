@@ -5,6 +5,9 @@ Who answers what, as in Kafka 2.4:
 - ApiVersions and Metadata: any broker, from its own metadata cache (`adapters.kafka.metadata`).
 - DescribeConfigs: any broker; topic configs from `/config/topics/<t>` (the topic must be in the
   cache), broker configs only for this broker (or the empty name: the cluster-wide default).
+- AlterConfigs, IncrementalAlterConfigs: any broker, for the same resources; it writes the new
+  overrides and the change notification, as `kctl configs --alter` does (what changes:
+  `adapters.kafka.alter_configs`).
 - CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders: only the active controller; any
   other broker answers NOT_CONTROLLER for each topic or partition (clients send them to the
   controller id of their Metadata and retry). They write the znodes Kafka's admin path writes
@@ -29,9 +32,10 @@ from controller_core.values import TopicPartition
 from adapters import admin as A
 from adapters.admin.topics import read_one_topic
 from adapters.control import requests as Q
-from adapters.znodes import codec as zkdata, paths as zkpaths
+from adapters.znodes import codec as zkdata, dynconfig as D, paths as zkpaths
 from adapters.control.framing import Frame
 from adapters.zookeeper.session import NoNode, ZkError, ZkSession
+from adapters.kafka import alter_configs as AC
 from adapters.kafka import codec
 from adapters.kafka import configs as CF
 from adapters.kafka import metadata as M
@@ -84,6 +88,8 @@ class KafkaApis:
             K.API_CREATE_PARTITIONS: "_create_partitions",
             K.API_DESCRIBE_CONFIGS: "_describe_configs",
             K.API_ELECT_LEADERS: "_elect_leaders",
+            K.API_ALTER_CONFIGS: "_alter_configs",
+            K.API_INCREMENTAL_ALTER_CONFIGS: "_incremental_alter_configs",
         }
 
     async def handle(self, request: K.Request) -> dict | bytes:
@@ -448,6 +454,64 @@ class KafkaApis:
                                                   f"string, but received {rname}")
             return CF.broker_configs(await self._config(f"{zkpaths.CONFIG}/brokers/{rname}"), default, static)
         raise _Refused(K.INVALID_REQUEST, f"Unsupported resource type {rtype}")
+
+    # -- AlterConfigs, IncrementalAlterConfigs -----------------------------------------------------
+
+    async def _incremental_alter_configs(self, request: K.Request) -> dict:
+        body = request.body
+        results = []
+        for res in body["Resources"]:
+            rtype, rname = res["ResourceType"], res["ResourceName"]
+            ops = [(c["Name"], c["ConfigOperation"], c["Value"]) for c in res["Configs"]]
+            results.append(await self._alter_one("IncrementalAlterConfigs", rtype, rname, body["ValidateOnly"],
+                                                 lambda current, t=rtype, n=rname, o=ops: AC.incremental(t, n, current, o)))
+        return {"ThrottleTimeMs": 0, "Responses": results}
+
+    async def _alter_configs(self, request: K.Request) -> dict:
+        body = request.body
+        results = []
+        for res in body["Resources"]:
+            rtype, rname = res["ResourceType"], res["ResourceName"]
+            entries = [(c["Name"], c["Value"]) for c in res["Configs"]]
+            results.append(await self._alter_one("AlterConfigs", rtype, rname, body["ValidateOnly"],
+                                                 lambda current, t=rtype, n=rname, e=entries: AC.replacement(t, n, e)))
+        return {"ThrottleTimeMs": 0, "Responses": results}
+
+    async def _alter_one(self, api: str, rtype: int, rname: str, validate_only: bool, change) -> dict:
+        """One resource of an alter request: read its overrides, `change` them (AC.Refused says
+        why not), write them with their change notification unless `validate_only`."""
+        entry = {"ErrorCode": K.NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": rname}
+        try:
+            entity_type, name = AC.entity(rtype, rname, self.s.broker_id)
+            zk = self._zk()
+            if entity_type == D.TOPICS:
+                try:
+                    A.validate_topic_name(name)
+                except A.AdminError as err:
+                    raise AC.Refused(K.INVALID_TOPIC_EXCEPTION, str(err)) from None
+                if await zk.exists(zkpaths.topic(name)) is None:
+                    raise AC.Refused(K.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+            for _ in range(5):  # a concurrent writer of the same overrides: read again and redo
+                current, version = await D.read_config(zk, entity_type, name)
+                new = change(current)
+                if validate_only or (new == current and (version is not None or not new)):
+                    break
+                try:
+                    await D.write_config(zk, entity_type, name, new, version)
+                except D.ConfigWriteConflict:
+                    continue
+                log.info("broker %d: %s: /config/%s/%s is now %s", self.s.broker_id, api, entity_type, name, new)
+                break
+            else:
+                raise AC.Refused(K.UNKNOWN_SERVER_ERROR, f"the configuration of {entity_type}/{name} kept "
+                                                         "changing; nothing was written")
+        except AC.Refused as err:
+            entry["ErrorCode"], entry["ErrorMessage"] = err.code, err.message
+            log.info("broker %d: %s of %s refused: %s", self.s.broker_id, api, AC.describe(rtype, rname), err.message)
+        except Exception as err:  # ZooKeeper unavailable, an unreadable znode
+            log.warning("broker %d: %s of %s failed: %r", self.s.broker_id, api, AC.describe(rtype, rname), err)
+            entry["ErrorCode"], entry["ErrorMessage"] = K.UNKNOWN_SERVER_ERROR, str(err)
+        return entry
 
     # -- ElectLeaders ------------------------------------------------------------------------------
 

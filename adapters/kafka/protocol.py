@@ -29,6 +29,8 @@ API_CREATE_TOPICS = 19
 API_DELETE_TOPICS = 20
 API_CREATE_PARTITIONS = 37
 API_ELECT_LEADERS = 43
+API_ALTER_CONFIGS = 33
+API_INCREMENTAL_ALTER_CONFIGS = 44
 SERVED: dict[int, tuple[str, int, int]] = {
     API_METADATA: ("Metadata", 0, 9),
     API_API_VERSIONS: ("ApiVersions", 0, 3),
@@ -37,6 +39,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     API_DESCRIBE_CONFIGS: ("DescribeConfigs", 0, 2),
     API_CREATE_PARTITIONS: ("CreatePartitions", 0, 1),
     API_ELECT_LEADERS: ("ElectLeaders", 0, 2),
+    API_ALTER_CONFIGS: ("AlterConfigs", 0, 1),
+    API_INCREMENTAL_ALTER_CONFIGS: ("IncrementalAlterConfigs", 0, 1),
 }
 
 KAFKA_24_MAX_API_KEY = 47

@@ -18,7 +18,7 @@ from controller_core.values import ReplicaAssignment, TopicPartition
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
-    AdminClient, ConfigResource, NewPartitions, NewTopic,
+    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
 )
 
 SESSION_MS = 2000
@@ -181,6 +181,78 @@ async def test_admin_client_creates_grows_describes_and_deletes_topics(local, ad
     md = await in_thread(lambda: a.list_topics(timeout=10))
     assert "manual" not in md.topics
     await wait_for(lambda: _gone(admin, "manual"), what="the deletion completes in ZooKeeper")
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
+async def test_admin_client_alters_configs_incrementally_and_whole(local, admin):
+    """IncrementalAlterConfigs and AlterConfigs from a stock client: the overrides land in
+    ZooKeeper as `kctl configs --alter` writes them, with the change notification that makes
+    every broker re-read them, and bad changes get Kafka 2.4's error codes with nothing written."""
+    port_of = await start(local, admin)
+    a = client(port_of[1])
+    created = await in_thread(lambda: {t: _outcome(f) for t, f in a.create_topics(
+        [NewTopic("cfg", 1, 1, config={"retention.ms": "1000", "segment.ms": "60000"})], operation_timeout=30).items()})
+    assert created == {"cfg": None}
+
+    def op(name, value, kind):
+        return ConfigEntry(name, value, incremental_operation=kind)
+
+    def incremental(*resources, **kw):
+        return {(r.restype.name, r.name): _outcome(f) for r, f in a.incremental_alter_configs(list(resources), **kw).items()}
+
+    async def overrides(path):
+        data, _ = await admin.get(path)
+        return zkdata.decode_topic_config(data)
+
+    notified = len(await admin.get_children("/config/changes"))
+    out = await in_thread(lambda: incremental(ConfigResource("topic", "cfg", incremental_configs=[
+        op("retention.ms", "2000", AlterConfigOpType.SET),
+        op("segment.ms", None, AlterConfigOpType.DELETE),
+        op("cleanup.policy", "compact", AlterConfigOpType.APPEND),
+        op("leader.replication.throttled.replicas", "0:1", AlterConfigOpType.APPEND)])))
+    assert out == {("TOPIC", "cfg"): None}
+    assert await overrides(zkpaths.config_topic("cfg")) == {
+        "retention.ms": "2000", "cleanup.policy": "compact", "leader.replication.throttled.replicas": "0:1"}
+    assert len(await admin.get_children("/config/changes")) == notified + 1  # the brokers are told
+
+    # a broker's own overrides (librdkafka sends them to that broker; it refuses an empty name,
+    # the cluster default, which `kctl configs --entity-default` sets)
+    holder = (await controller(admin))[0]
+    b = client(port_of[holder])
+    out = await in_thread(lambda: {(r.restype.name, r.name): _outcome(f) for r, f in b.incremental_alter_configs([
+        ConfigResource("broker", str(holder), incremental_configs=[
+            op("unclean.leader.election.enable", "False", AlterConfigOpType.SET)])]).items()})
+    assert out == {("BROKER", str(holder)): None}
+    assert await overrides(f"/config/brokers/{holder}") == {"unclean.leader.election.enable": "false"}
+    res = await in_thread(lambda: {r.name: f.result() for r, f in b.describe_configs(
+        [ConfigResource("broker", str(holder))]).items()})
+    assert res[str(holder)]["unclean.leader.election.enable"].value == "false"
+
+    # Kafka's refusals, nothing written
+    before = await overrides(zkpaths.config_topic("cfg"))
+    got = await in_thread(lambda: incremental(
+        ConfigResource("topic", "nosuch", incremental_configs=[op("retention.ms", "1", AlterConfigOpType.SET)])))
+    assert got == {("TOPIC", "nosuch"): KafkaError.UNKNOWN_TOPIC_OR_PART}
+    for bad, code in ((op("retention.ms", "soon", AlterConfigOpType.SET), KafkaError.INVALID_REQUEST),
+                      (op("no.such.key", "1", AlterConfigOpType.SET), KafkaError.INVALID_CONFIG),
+                      (op("retention.ms", "1", AlterConfigOpType.APPEND), KafkaError.INVALID_REQUEST)):
+        got = await in_thread(lambda: incremental(ConfigResource("topic", "cfg", incremental_configs=[bad])))
+        assert got == {("TOPIC", "cfg"): code}, bad
+    got = await in_thread(lambda: incremental(ConfigResource("broker", str(holder), incremental_configs=[
+        op("num.partitions", "3", AlterConfigOpType.SET)])))
+    assert got == {("BROKER", str(holder)): KafkaError.INVALID_REQUEST}  # not a key the cluster follows at run time
+    assert await overrides(zkpaths.config_topic("cfg")) == before
+    assert await overrides(f"/config/brokers/{holder}") == {"unclean.leader.election.enable": "false"}
+    # validate_only checks and writes nothing
+    got = await in_thread(lambda: incremental(ConfigResource("topic", "cfg", incremental_configs=[
+        op("retention.ms", "5", AlterConfigOpType.SET)]), validate_only=True))
+    assert got == {("TOPIC", "cfg"): None} and await overrides(zkpaths.config_topic("cfg")) == before
+
+    # AlterConfigs replaces the overrides whole
+    out = await in_thread(lambda: {r.name: _outcome(f) for r, f in a.alter_configs(
+        [ConfigResource("topic", "cfg", set_config={"retention.ms": "3000"})]).items()})
+    assert out == {"cfg": None}
+    assert await overrides(zkpaths.config_topic("cfg")) == {"retention.ms": "3000"}
 
 
 async def _gone(admin, topic):
