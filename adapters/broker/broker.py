@@ -123,6 +123,9 @@ class Broker:
         self._broker_epoch: int | None = None
         self._leader_epochs: dict[TopicPartition, int] = {}
         self._meta_partitions: dict[TopicPartition, PartitionView] = {}
+        # replicas the UpdateMetadata requests list as offline although their broker is live (a
+        # failed log dir; Kafka's UpdateMetadata offline_replicas), for the Metadata answer
+        self._meta_offline: dict[TopicPartition, frozenset[int]] = {}
         self._meta_brokers: dict[int, BrokerInfo] = {}
         self._metadata_lock = asyncio.Lock()
         self._metadata_broker_epoch: int | None = None  # the registration the partitions were told under
@@ -264,6 +267,8 @@ class Broker:
         shutting = body.get("shutting_down_brokers") or []
         if not isinstance(shutting, list) or any(type(b) is not int for b in shutting):
             raise Q.RequestFormatError("shutting_down_brokers must be a list of broker ids")
+        offline = body.get("offline_replicas")
+        listed = {TopicPartition(t, p): frozenset(rs) for t, p, rs in offline or ()}
         async with self._metadata_lock:  # one at a time: each copies the cache as the last one left it
             fenced = self._fence(Q.UPDATE_METADATA, controller_id, controller_epoch, broker_epoch)
             if fenced is not None:
@@ -275,22 +280,21 @@ class Broker:
             # broker paused or cut off while a topic was deleted missed the leader -2 that
             # would have removed it, and kept serving the deleted topic (the chaos soak, seed 13).
             fresh = broker_epoch != -1 and broker_epoch != self._metadata_broker_epoch
-            await self._apply_metadata(controller_id, views, brokers, replace=fresh)
+            await self._apply_metadata(controller_id, views, brokers, replace=fresh, offline=listed)
             if broker_epoch != -1:
                 self._metadata_broker_epoch = broker_epoch
-        offline = body.get("offline_replicas")
         with _paused_for(views):  # (a broker's death refreshes every partition this one leads)
             if hasattr(self.replica_manager, "update_offline_replicas"):
                 # (the partitions as a generator: a manager with no offline replica listed, now or
                 # before, returns without reading them, and a 100,000-partition list is not made)
-                self.replica_manager.update_offline_replicas(
-                    (v.tp for v in views), {TopicPartition(t, p): frozenset(rs) for t, p, rs in offline or ()})
+                self.replica_manager.update_offline_replicas((v.tp for v in views), listed)
             # replicas on brokers in controlled shutdown have stopped fetching
             self.replica_manager.update_live_brokers(frozenset(self._meta_brokers) - frozenset(shutting))
         self._wakeup.set()
         return {}
 
-    async def _apply_metadata(self, controller_id: int, views, brokers, replace: bool = False) -> None:
+    async def _apply_metadata(self, controller_id: int, views, brokers, replace: bool = False,
+                              offline: dict | None = None) -> None:
         # Applied to a copy and swapped in whole, as Kafka's MetadataCache updates under its write
         # lock: the loop yields while a 100,000-partition request is applied, and a Metadata
         # request answered meanwhile must not see half of it. Worse, the Kafka listener keeps its
@@ -312,6 +316,17 @@ class Broker:
                     else:
                         cache[view.tp] = view
         self._meta_partitions = cache
+        if offline or self._meta_offline:
+            # each request lists the offline replicas of the partitions it carries (none listed:
+            # none now); without any, listed now or before, a large request is not walked for them
+            listed = {} if replace else dict(self._meta_offline)
+            for view in views:
+                tp = view.tp
+                if offline and tp in offline:
+                    listed[tp] = offline[tp]
+                else:
+                    listed.pop(tp, None)
+            self._meta_offline = listed
         self._freeze_when_grown(len(views))
         self._meta_brokers = {b.broker_id: b for b in brokers}
         self.metadata_controller_id = controller_id

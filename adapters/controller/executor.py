@@ -169,12 +169,17 @@ class Executor:
 
 
 def _offline_replicas(sends, state: ControllerState) -> dict:
-    """{id(partitions of an UpdateMetadata): [[topic, partition, [replicas]], ...]}: replicas in
-    OfflineReplica on live brokers, which is where a failed log dir puts them (only computed
+    """{id(partitions of an UpdateMetadata): [[topic, partition, [replicas]], ...]}: replicas of
+    live brokers that are not online for their partition (Kafka's isReplicaOnline): those the
+    controller keeps as on a failed log dir (`replicas_on_offline_dirs`), and those in
+    OfflineReplica, where a failed log dir, or a controlled shutdown, puts them (only computed
     once some broker reported KAFKA_STORAGE_ERROR)."""
 
     out: dict = {}
     live = state.brokers
+    kept: dict = {}
+    for tp, r in state.replicas_on_offline_dirs:
+        kept.setdefault(tp, set()).add(r)
     for c in sends:
         if type(c) is not C.SendUpdateMetadata or id(c.partitions) in out:
             continue
@@ -182,7 +187,8 @@ def _offline_replicas(sends, state: ControllerState) -> dict:
         for view, info in zip(c.partitions, state.partitions.get_many([v.tp for v in c.partitions])):
             if info is None:
                 continue
-            offline = [r for r, s in info.replica_states if s is ReplicaState.OFFLINE and r in live]
+            offline = {r for r, s in info.replica_states if s is ReplicaState.OFFLINE and r in live}
+            offline |= {r for r in kept.get(view.tp, ()) if r in live}
             if offline:
                 found.append([view.tp.topic, view.tp.partition, sorted(offline)])
         out[id(c.partitions)] = found

@@ -161,7 +161,8 @@ class KafkaApis:
         # every topic: each topic's entry as kept from the last answer unless it changed
         head = M.metadata_response(snap, request.body, v, cluster_id, {})
         entries = self._topic_encodings.encoded(
-            by_topic, snap.brokers, v, lambda entry: codec.encode_element("MetadataResponse", v, "Topics", entry))
+            by_topic, snap.brokers, v, lambda entry: codec.encode_element("MetadataResponse", v, "Topics", entry),
+            snap.offline)
         data = codec.encode_spliced("MetadataResponse", v, head, "Topics", entries)
         self._all_topics = (key, data)
         return data

@@ -8,7 +8,8 @@ The answer follows Kafka 2.4's `MetadataCache.getTopicMetadata`: a partition who
 a live broker has LEADER_NOT_AVAILABLE and leader -1; in v0 the replica and ISR lists hold only
 live brokers and a partition missing some has REPLICA_NOT_AVAILABLE; an unknown topic has
 UNKNOWN_TOPIC_OR_PARTITION (automatic topic creation is off), an illegal name
-INVALID_TOPIC_EXCEPTION. Offline replicas are the replicas on brokers that are not live.
+INVALID_TOPIC_EXCEPTION. Offline replicas are the replicas on brokers that are not live, and
+those the controller's UpdateMetadata listed as offline (on a failed log dir of a live broker).
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ class CacheSnapshot:
     brokers: Mapping[int, BrokerInfo]
     partitions: Mapping[TopicPartition, PartitionView]
     generation: int | None = None  # changes with every UpdateMetadata (None: unknown)
+    offline: Mapping[TopicPartition, frozenset[int]] = attrs.field(factory=dict)
+    """Replicas listed offline by the UpdateMetadata requests although their broker is live."""
 
     def topics(self) -> dict[str, list[PartitionView]]:
         out: dict[str, list[PartitionView]] = {}
@@ -48,17 +51,19 @@ def snapshot(broker, *, copy: bool = True) -> CacheSnapshot:
     wrap = dict if copy else (lambda m: m)
     return CacheSnapshot(controller_id=getattr(broker, "metadata_controller_id", -1),
                          brokers=wrap(broker._meta_brokers), partitions=wrap(broker._meta_partitions),
-                         generation=getattr(broker, "metadata_generation", None))
+                         generation=getattr(broker, "metadata_generation", None),
+                         offline=wrap(getattr(broker, "_meta_offline", {})))
 
 
 def _legal(topic: str) -> bool:
     return legal(topic)
 
 
-def partition_entry(view: PartitionView, live: Mapping[int, BrokerInfo], version: int) -> dict:
+def partition_entry(view: PartitionView, live: Mapping[int, BrokerInfo], version: int,
+                    listed: frozenset[int] = frozenset()) -> dict:
     replicas = list(view.replicas)
     isr = list(view.isr)
-    offline = [b for b in replicas if b not in live]
+    offline = [b for b in replicas if b not in live or b in listed]
     error = K.NONE
     if version == 0:  # v0 lists only the brokers that can be reached
         replicas_live = [b for b in replicas if b in live]
@@ -73,10 +78,14 @@ def partition_entry(view: PartitionView, live: Mapping[int, BrokerInfo], version
             "ReplicaNodes": replicas, "IsrNodes": isr, "OfflineReplicas": offline}
 
 
-def topic_entry(name: str, views: list[PartitionView], live: Mapping[int, BrokerInfo], version: int) -> dict:
+def topic_entry(name: str, views: list[PartitionView], live: Mapping[int, BrokerInfo], version: int,
+                offline: Mapping[TopicPartition, frozenset[int]] | None = None) -> dict:
     """One known topic of a MetadataResponse, its partitions in `views`' order."""
-    return {"ErrorCode": K.NONE, "Name": name, "IsInternal": name in INTERNAL_TOPICS,
-            "Partitions": [partition_entry(v, live, version) for v in views]}
+    if offline:
+        parts = [partition_entry(v, live, version, offline.get(v.tp, frozenset())) for v in views]
+    else:
+        parts = [partition_entry(v, live, version) for v in views]
+    return {"ErrorCode": K.NONE, "Name": name, "IsInternal": name in INTERNAL_TOPICS, "Partitions": parts}
 
 
 class TopicEncodings:
@@ -92,7 +101,7 @@ class TopicEncodings:
         self._kept: dict[str, tuple[tuple, list, bytes]] = {}
 
     def encoded(self, by_topic: dict[str, list[PartitionView]], live: Mapping[int, BrokerInfo],
-                version: int, encode) -> list[bytes]:
+                version: int, encode, offline: Mapping[TopicPartition, frozenset[int]] | None = None) -> list[bytes]:
         """The entries of every topic of `by_topic` in name order; `encode(entry)` encodes one
         (`codec.encode_element`). Topics no longer listed are forgotten."""
         key = (version, frozenset(live))
@@ -103,7 +112,7 @@ class TopicEncodings:
             if hit is not None and hit[0] == key and len(hit[1]) == len(views) and all(map(is_, hit[1], views)):
                 data = hit[2]
             else:
-                data = encode(topic_entry(name, views, live, version))
+                data = encode(topic_entry(name, views, live, version, offline))
             kept[name] = (key, views, data)
             out.append(data)
         self._kept = kept
@@ -135,7 +144,7 @@ def metadata_response(snap: CacheSnapshot, request: dict, version: int, cluster_
             error = K.UNKNOWN_TOPIC_OR_PARTITION if _legal(name) else K.INVALID_TOPIC_EXCEPTION
             topics.append({"ErrorCode": error, "Name": name, "IsInternal": False, "Partitions": []})
             continue
-        topics.append(topic_entry(name, views, live, version))
+        topics.append(topic_entry(name, views, live, version, snap.offline))
     brokers = [{"NodeId": b.broker_id, "Host": b.host, "Port": b.port, "Rack": b.rack}
                for b in sorted(live.values(), key=lambda b: b.broker_id)]
     return {"ThrottleTimeMs": 0, "Brokers": brokers, "ClusterId": cluster_id,

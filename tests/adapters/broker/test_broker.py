@@ -48,11 +48,14 @@ class Node:
                                partitions=tuple(views), live_leaders=(BrokerInfo(ME, HOST, 1, -1),))
         return await self.client.request(Q.LEADER_AND_ISR, Q.leader_and_isr_body(c, 0), timeout=5)
 
-    async def update_metadata(self, live, *views, controller_epoch=1, broker_epoch=-1):
+    async def update_metadata(self, live, *views, controller_epoch=1, broker_epoch=-1, offline=None):
         brokers = tuple(BrokerInfo(b, HOST, 9000 + b, -1) for b in live)
         c = C.SendUpdateMetadata(broker_id=ME, broker_epoch=broker_epoch, controller_epoch=controller_epoch,
                                  partitions=tuple(views), live_brokers=brokers)
-        return await self.client.request(Q.UPDATE_METADATA, Q.update_metadata_body(c, 0), timeout=5)
+        body = Q.update_metadata_body(c, 0)
+        if offline:
+            body["offline_replicas"] = offline
+        return await self.client.request(Q.UPDATE_METADATA, body, timeout=5)
 
     async def stop_replica(self, *tps, delete, controller_epoch=1, broker_epoch=-1):
         c = C.SendStopReplica(broker_id=ME, broker_epoch=broker_epoch, controller_epoch=controller_epoch,
@@ -235,6 +238,27 @@ async def test_update_metadata_merges_partitions_and_replaces_brokers(node):
     # leader -2: the topic is being deleted and leaves the cache, as in Kafka
     await node.update_metadata([1, 3], view(T0, leader=-2, epoch=1), view(T1, leader=-2), controller_epoch=3)
     assert node.broker.metadata()["partitions"] == {}
+
+
+async def test_replicas_listed_offline_reach_the_kafka_metadata_answer_until_a_request_clears_them(node):
+    """UpdateMetadata's offline_replicas (a failed log dir of a live broker) are offline replicas
+    in Kafka's Metadata answer, beside those of brokers that are not live, in the whole answer
+    and in the per-topic kept encodings; the next request carrying the partition says anew."""
+    from adapters.kafka import metadata as M
+
+    def offline_of(snap):
+        answer = M.metadata_response(snap, {"Topics": None}, 9, "c")
+        kept = M.TopicEncodings().encoded(snap.topics(), snap.brokers, 9, lambda entry: entry, snap.offline)
+        assert [t["Partitions"] for t in kept] == [t["Partitions"] for t in answer["Topics"]]
+        return {(t["Name"], p["PartitionIndex"]): p["OfflineReplicas"] for t in answer["Topics"] for p in t["Partitions"]}
+
+    await node.update_metadata([1, 2], view(T0, isr=(1,)), view(T1, isr=(1, 2)),
+                               offline=[["t", 0, [2]]])  # broker 3 is not live; 2's replica of t-0 failed
+    assert offline_of(M.snapshot(node.broker)) == {("t", 0): [2, 3], ("t", 1): [3]}
+    await node.update_metadata([1, 2], view(T1, epoch=1, isr=(1,)))  # another partition: t-0 unchanged
+    assert offline_of(M.snapshot(node.broker)) == {("t", 0): [2, 3], ("t", 1): [3]}
+    await node.update_metadata([1, 2, 3], view(T0, epoch=1, isr=(1, 3)))  # broker 2 restarted: none listed
+    assert offline_of(M.snapshot(node.broker)) == {("t", 0): [], ("t", 1): []}
 
 
 async def test_a_new_registrations_first_update_metadata_replaces_the_partitions(node):
