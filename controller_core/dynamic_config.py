@@ -1,12 +1,12 @@
 """Dynamic broker configuration: Kafka 2.4's UncleanLeaderElectionEnable controller event.
 
 `BrokerDefaultConfigChanged` carries the node's dynamic `unclean.leader.election.enable`: its
-own `/config/brokers/<id>`, else `/config/brokers/<default>`. It is the node's configuration, not the term's: it is applied to
-`state.config` whether or not this node is the controller (so a later term starts with it), and
-when it turns unclean election on while this node is the controller, every New or Offline
-partition is elected at once with the offline rule (Kafka's
-`partitionStateMachine.triggerOnlinePartitionStateChange()`), which may now pick an out-of-sync
-replica where the topic has no override saying otherwise.
+own `/config/brokers/<id>`, else `/config/brokers/<default>`. It is the node's configuration,
+not the term's: it is applied to `state.config` whether or not this node is the controller (so
+a later term starts with it), and when it turns unclean election on while this node is the
+controller, every New or Offline partition is elected at once with the offline rule (Kafka's
+`partitionStateMachine.triggerOnlinePartitionStateChange()`), which may now pick an
+out-of-sync replica where the topic has no override saying otherwise.
 
 Precedence (ControllerConfig.unclean_default, ControllerState.unclean_allowed): the topic's
 override, then this dynamic value (the broker's own, then the cluster default), then the node's
