@@ -67,5 +67,25 @@ def copy_tree(src: Path, dst: Path) -> Path:
     return dst
 
 
+def cut_at_clean_stop(journal: Path) -> Path:
+    """Cut a journal (in place: give it a copy) just before its last clean stop's resignation
+    (`ControllerResigned: the node is stopping`, adapters/node.py), so that it replays to the
+    state the controller held when asked to stop. Records after the cut go, later segments too."""
+    from adapters.node import STOPPING
+
+    where = None
+    for path, n, record in records(journal):
+        body = record.get("body") or {}
+        if record.get("type") == "event" and body.get("type") == "ControllerResigned" and body.get("reason") == STOPPING:
+            where = (path, n)
+    assert where is not None, f"{journal}: no clean stop journaled"
+    path, n = where
+    write_lines(path, read_lines(path)[:n - 1])
+    for seg in list_segments(journal):
+        if seg.path.name > path.name:
+            seg.path.unlink()
+    return journal
+
+
 def env_without_hash_seed() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}

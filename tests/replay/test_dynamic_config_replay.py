@@ -33,12 +33,15 @@ async def test_the_dynamic_default_is_journaled_by_every_node_and_replays(zk_con
         await ctrl.loop.wait_idle()
         for n in rest:
             n.loop.journal.sync_blocking()
-        live_states = {f"node-{n.broker_id}": n.loop.state for n in rest}
     finally:
         for n in nodes:
             if not n._stopping:
                 await n.close()
         await admin.close()
+    # (as the loops ended: a clean stop journals the controller's resignation, which keeps the
+    # node's configuration)
+    live_states = {f"node-{n.broker_id}": n.loop.state for n in rest}
+    assert all(s.config.dynamic_unclean_leader_election_enable is None for s in live_states.values())
 
     for n in nodes:
         seen = [json.dumps(r, sort_keys=True) for _, _, r in records(tmp_path / f"node-{n.broker_id}")

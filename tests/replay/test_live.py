@@ -8,6 +8,7 @@ from adapters.sim.cluster import partition_states, wait_for
 from adapters.zookeeper.session import ZkSession
 from replay import local
 from tests.adapters.test_node import active, create_topic, start_nodes
+from tests.replay.helpers import copy_tree, cut_at_clean_stop
 
 
 async def test_live_journals_replay_to_the_live_state_and_zookeeper(zk_connect, tmp_path):
@@ -43,7 +44,16 @@ async def test_live_journals_replay_to_the_live_state_and_zookeeper(zk_connect, 
     result = local.replay(tmp_path)
     assert [f for f in result.findings if f["severity"] == "violation"] == []
     name = f"node-{ctrl.broker_id}"
-    assert result.states[name] == live_state
+    # a clean stop journals the controller's resignation: the whole journal replays to the state
+    # the loop ended with, and the journal cut before that resignation to the one it held
+    assert result.states[name] == ctrl.loop.state and not ctrl.loop.state.active
+    cut_root = tmp_path / "cut"
+    for n in nodes:
+        copy_tree(tmp_path / f"node-{n.broker_id}", cut_root / f"node-{n.broker_id}")
+    cut_at_clean_stop(cut_root / name)
+    cut = local.replay(cut_root)
+    assert [f for f in cut.findings if f["severity"] == "violation"] == []
+    assert cut.states[name] == live_state
     # the timeline's last accepted value of each partition (znode order) is what ZooKeeper holds
     latest = {}
     for r in result.tables["partition_timeline"]:
@@ -55,10 +65,11 @@ async def test_live_journals_replay_to_the_live_state_and_zookeeper(zk_connect, 
         row = latest[(tp.topic, tp.partition)]
         assert (row["leader"], row["leader_epoch"], row["isr"], row["zk_version"]) == \
             (li.leader, li.leader_epoch, list(li.isr), li.zk_version), tp
-        assert result.states[name].partitions[tp].leader_isr.leader == li.leader
+        assert cut.states[name].partitions[tp].leader_isr.leader == li.leader
     terms = result.tables["controller_terms"]
     assert [t["epoch"] for t in terms] == [1, 2]
     assert terms[0]["controller_id"] == first.broker_id and terms[1]["controller_id"] == ctrl.broker_id
+    assert [t["reason"] for t in terms] == ["ControllerResigned: the node is stopping"] * 2
 
 
 async def _has(admin, topic, n):
