@@ -594,7 +594,7 @@ async def test_a_silent_server_is_given_up_in_time_to_save_the_session(zk_server
 
     server = await asyncio.start_server(gate, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    timeout = 9.0
+    timeout = 6.0
     zk = await ZkSession.connect(f"127.0.0.1:{port}", session_timeout_ms=int(timeout * 1000))
     assert zk.session_timeout_ms == timeout * 1000  # (the server did not negotiate it down)
     try:
