@@ -118,6 +118,10 @@ def choose(d: Draft, tp: TopicPartition, strategy: Strategy, info=None):
             # leader may have added it and the notification is still queued. Kafka decides on
             # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.
             d.unconfirmed[tp] = None
+        if gone and any(r in gone for r in replicas):
+            # say why a live in-sync replica was passed over (the log would read as a bug otherwise)
+            on_failed = sorted(r for r in replicas if r in gone)
+            return f"{refusal(strategy, li.isr)}; on a failed log dir: {', '.join(map(str, on_failed))}"
         return refusal(strategy, li.isr)
     leader, isr, unclean = result
     return leader, isr, recipients, unclean

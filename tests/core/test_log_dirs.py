@@ -76,6 +76,10 @@ def test_a_replica_on_a_failed_dir_is_not_elected_when_another_broker_joins():
     assert state.replicas_on_offline_dirs == {(tp("w", 0), 1)}
     after, commands = run(state, _brokers(1, 2, 3, 4))  # broker 4 joins: Offline partitions are retried
     assert leader_isr(after, "w", 0).leader == -1 and after.partitions[tp("w", 0)].state is PS.OFFLINE
+    # the state-change log says why broker 1, live and in the ISR, was passed over
+    refused = [e.detail for c in of_type(commands, C.LogStateChanges) for e in c.entries
+               if not e.ok and tp("w", 0) in e.partitions]
+    assert refused and all(d.endswith("; on a failed log dir: 1") for d in refused), refused
     assert not any(v.tp == tp("w", 0) and v.leader == 1
                    for c in of_type(commands, C.SendLeaderAndIsr) for v in c.partitions)
     # the decisions that wrote journals before rules 4 elected it again (and it failed again)
