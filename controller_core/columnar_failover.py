@@ -59,8 +59,8 @@ _SHRINK = WriteIntent.SHRINK
 def start_machines(d: Draft) -> bool:
     """Steps 2 and 3 of `on_elected` over the columns if the cluster allows it (see the module
     docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.has_writes or d.log or d.requests.lai or d.requests.stop or d.replicas_on_offline_dirs:
-        return False  # (a new controller knows no failed log dir; the last test is for safety)
+    if not ENABLED or d.has_writes or d.log or d.requests.lai or d.requests.stop:
+        return False  # (nor any replica on a failed log dir: a new controller starts knowing none)
     image = d.partitions
     if image.odd or not image.count:
         return False

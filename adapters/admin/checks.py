@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-from adapters.admin.errors import AdminError, TopicConfigError
+from adapters.admin.errors import AdminError, TopicConfigError, UnknownTopicConfigError
 
 
 MAX_TOPIC_LENGTH = 249
@@ -117,7 +117,7 @@ def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, value in configs.items():
         if name not in TOPIC_CONFIGS:
-            raise TopicConfigError(f"Unknown topic config name: {name}")
+            raise UnknownTopicConfigError(f"Unknown topic config name: {name}")
         kind, arg = TOPIC_CONFIGS[name]
         prefix = f"Invalid value {value} for configuration {name}"
         if kind == _BOOL:

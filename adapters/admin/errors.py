@@ -23,3 +23,8 @@ class ControllerUnavailable(ToolFailure):
 
 class TopicConfigError(AdminError):
     pass
+
+
+class UnknownTopicConfigError(TopicConfigError):
+    """A topic config name Kafka's LogConfig does not know (Kafka's InvalidConfigurationException,
+    where a bad value of a known name is a ConfigException)."""

@@ -29,7 +29,7 @@ from adapters.admin.cluster_state import (
     read_states,
     read_topic_names,
 )
-from adapters.admin.errors import AdminError, ToolFailure, TopicConfigError
+from adapters.admin.errors import AdminError, ToolFailure, UnknownTopicConfigError
 from adapters.znodes import codec as zkdata, dynconfig, paths as zkpaths
 from adapters.zookeeper.session import (
     BadVersion,
@@ -194,7 +194,7 @@ async def alter_topic_configs(zk: ZkSession, topic: str, add: Mapping[str, str],
     delete = list(delete)
     for name in delete:
         if name not in TOPIC_CONFIGS:
-            raise TopicConfigError(f"Unknown topic config name: {name}")
+            raise UnknownTopicConfigError(f"Unknown topic config name: {name}")
     path = zkpaths.config_topic(topic)
     try:
         data, stat = await zk.get(path)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from adapters.admin.checks import validate_topic_configs
-from adapters.admin.errors import AdminError
+from adapters.admin.errors import AdminError, UnknownTopicConfigError
 from adapters.znodes import dynconfig as D
 
 from . import configs as CF
@@ -107,10 +107,9 @@ def checked(rtype: int, name: str, config: Mapping[str, str]) -> dict[str, str]:
         if rtype == CF.TOPIC:
             return validate_topic_configs(config)
         return D.validate_broker_config(config)
+    except UnknownTopicConfigError as err:
+        raise Refused(K.INVALID_CONFIG, str(err)) from None
     except AdminError as err:
-        message = str(err)
-        code = K.INVALID_CONFIG if message.startswith("Unknown topic config name") else K.INVALID_REQUEST
-        raise Refused(code, message if code == K.INVALID_CONFIG else
-                      f"Invalid config value for resource {describe(rtype, name)}: {message}") from None
+        raise Refused(K.INVALID_REQUEST, f"Invalid config value for resource {describe(rtype, name)}: {err}") from None
     except ValueError as err:
         raise Refused(K.INVALID_REQUEST, f"Invalid config value for resource {describe(rtype, name)}: {err}") from None

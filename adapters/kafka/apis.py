@@ -465,7 +465,7 @@ class KafkaApis:
             rtype, rname = res["ResourceType"], res["ResourceName"]
             ops = [(c["Name"], c["ConfigOperation"], c["Value"]) for c in res["Configs"]]
             results.append(await self._alter_one("IncrementalAlterConfigs", rtype, rname, body["ValidateOnly"],
-                                                 lambda current, t=rtype, n=rname, o=ops: AC.incremental(t, n, current, o)))
+                                                 lambda current: AC.incremental(rtype, rname, current, ops)))
         return {"ThrottleTimeMs": 0, "Responses": results}
 
     async def _alter_configs(self, request: K.Request) -> dict:
@@ -475,12 +475,12 @@ class KafkaApis:
             rtype, rname = res["ResourceType"], res["ResourceName"]
             entries = [(c["Name"], c["Value"]) for c in res["Configs"]]
             results.append(await self._alter_one("AlterConfigs", rtype, rname, body["ValidateOnly"],
-                                                 lambda current, t=rtype, n=rname, e=entries: AC.replacement(t, n, e)))
+                                                 lambda _current: AC.replacement(rtype, rname, entries)))
         return {"ThrottleTimeMs": 0, "Responses": results}
 
     async def _alter_one(self, api: str, rtype: int, rname: str, validate_only: bool, change) -> dict:
-        """One resource of an alter request: read its overrides, `change` them (AC.Refused says
-        why not), write them with their change notification unless `validate_only`."""
+        """One resource of an alter request: `change` its overrides (AC.Refused says why not) and
+        write them with their change notification unless `validate_only`."""
         entry = {"ErrorCode": K.NONE, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": rname}
         try:
             entity_type, name = AC.entity(rtype, rname, self.s.broker_id)
@@ -492,24 +492,13 @@ class KafkaApis:
                     raise AC.Refused(K.INVALID_TOPIC_EXCEPTION, str(err)) from None
                 if await zk.exists(zkpaths.topic(name)) is None:
                     raise AC.Refused(K.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-            for _ in range(5):  # a concurrent writer of the same overrides: read again and redo
-                current, version = await D.read_config(zk, entity_type, name)
-                new = change(current)
-                if validate_only or (new == current and (version is not None or not new)):
-                    break
-                try:
-                    await D.write_config(zk, entity_type, name, new, version)
-                except D.ConfigWriteConflict:
-                    continue
+            new, written = await D.update_config(zk, entity_type, name, change, write=not validate_only)
+            if written:
                 log.info("broker %d: %s: /config/%s/%s is now %s", self.s.broker_id, api, entity_type, name, new)
-                break
-            else:
-                raise AC.Refused(K.UNKNOWN_SERVER_ERROR, f"the configuration of {entity_type}/{name} kept "
-                                                         "changing; nothing was written")
         except AC.Refused as err:
             entry["ErrorCode"], entry["ErrorMessage"] = err.code, err.message
             log.info("broker %d: %s of %s refused: %s", self.s.broker_id, api, AC.describe(rtype, rname), err.message)
-        except Exception as err:  # ZooKeeper unavailable, an unreadable znode
+        except Exception as err:  # ZooKeeper unavailable, an unreadable znode, a write that kept conflicting
             log.warning("broker %d: %s of %s failed: %r", self.s.broker_id, api, AC.describe(rtype, rname), err)
             entry["ErrorCode"], entry["ErrorMessage"] = K.UNKNOWN_SERVER_ERROR, str(err)
         return entry

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from adapters.znodes import codec as zkdata
 from adapters.zookeeper.session import BadVersion, NodeExists, NoNode, ZkSession
@@ -105,14 +105,27 @@ async def change_config(zk: ZkSession, entity_type: str, name: str, add: Mapping
     """Read-modify-write of one entity's overrides (retried on a concurrent write). Returns the
     new config and whether anything changed; nothing is written when nothing changes."""
     delete = list(delete)
-    for _ in range(attempts):
-        config, version = await read_config(zk, entity_type, name)
+
+    def change(config: dict[str, str]) -> dict[str, str]:
         new = dict(config)
         new.update(add)
         for key in delete:
             new.pop(key, None)
-        if new == config and (version is not None or not new):
-            return config, False  # nothing to change (a missing znode stays missing)
+        return new
+    return await update_config(zk, entity_type, name, change, attempts=attempts)
+
+
+async def update_config(zk: ZkSession, entity_type: str, name: str,
+                        change: Callable[[dict[str, str]], dict[str, str]], *, write: bool = True,
+                        attempts: int = 5) -> tuple[dict[str, str], bool]:
+    """`change(current overrides) -> new overrides`, written with its change notification if it
+    differs (and `write`), read again and redone on a concurrent write. Returns the new config
+    and whether it was written. `change` may raise to refuse; nothing is written then."""
+    for _ in range(attempts):
+        config, version = await read_config(zk, entity_type, name)
+        new = change(config)
+        if not write or (new == config and (version is not None or not new)):
+            return new, False  # (nothing to change: a missing znode stays missing)
         try:
             await write_config(zk, entity_type, name, new, version)
         except ConfigWriteConflict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import time
 
 from adapters.znodes import dynconfig, paths as zkpaths
@@ -286,7 +288,6 @@ async def test_describe_reports_min_isr_and_leaves_out_internal_topics(make_clus
 
 
 async def test_node_takes_a_kafka_server_properties_file(admin, zk_connect, tmp_path):
-    import os
     import signal
     import socket
     import subprocess
@@ -342,9 +343,6 @@ async def _registration(admin, broker_id):
 
 async def test_a_failed_log_dir_takes_its_replicas_offline_and_the_broker_keeps_the_rest(make_cluster, admin, kctl,
                                                                                          tmp_path):
-    import os
-    import shutil
-
     d1, d2 = tmp_path / "disk1", tmp_path / "disk2"
     cluster = make_cluster()
     cluster.spawn(2, 3)
@@ -355,17 +353,13 @@ async def test_a_failed_log_dir_takes_its_replicas_offline_and_the_broker_keeps_
     assert rc == 0, err
     await until(lambda: settled(admin, "p"), "p online")
 
-    def placed():
-        where = {d: sorted(os.listdir(d)) for d in (d1, d2)}
-        return where if sum(len(v) for v in where.values()) == 4 else None
-    where = await until(lambda: _sync(placed), "a directory per replica of broker 1")
+    where = await until(lambda: _placed((d1, d2), 4), "a directory per replica of broker 1")
     assert sorted(len(v) for v in where.values()) == [2, 2]  # new replicas go to the emptier dir
     failed = d1 if any(n in where[d1] for n in ("p-0", "p-1")) else d2
     kept = d2 if failed == d1 else d1
     lost = {int(n.rsplit("-", 1)[1]) for n in where[failed]}
 
-    shutil.rmtree(failed)
-    failed.write_text("not a directory any more")
+    _fail(failed)
     started = asyncio.get_running_loop().time()
 
     async def moved():
@@ -396,9 +390,6 @@ async def test_a_replica_on_a_failed_dir_is_not_elected_uncleanly_when_its_leade
     """Kafka's replicasOnOfflineDirs: broker 2's replica of q-0 is on a failed dir, so when q-0's
     only in-sync replica dies, an unclean election must not pick it (it would answer
     KAFKA_STORAGE_ERROR and go offline again, with q-0's ISR lost to it)."""
-    import os
-    import shutil
-
     d1, d2 = tmp_path / "disk1", tmp_path / "disk2"
     cluster = make_cluster()
     cluster.spawn(1, 3)
@@ -413,14 +404,10 @@ async def test_a_replica_on_a_failed_dir_is_not_elected_uncleanly_when_its_leade
     assert rc == 0, err
     await until(lambda: settled(admin, "q"), "q online")
 
-    def placed():
-        where = {d: sorted(os.listdir(d)) for d in (d1, d2)}
-        return where if sum(len(v) for v in where.values()) == 2 else None
-    where = await until(lambda: _sync(placed), "a directory per replica of broker 2")
+    where = await until(lambda: _placed((d1, d2), 2), "a directory per replica of broker 2")
     failed = d1 if "q-0" in where[d1] else d2
     assert "q-1" not in where[failed]
-    shutil.rmtree(failed)
-    failed.write_text("not a directory any more")
+    _fail(failed)
 
     async def q0_left_by_2():
         li = (await states_of(admin, "q"))[0]
@@ -447,5 +434,13 @@ async def test_a_replica_on_a_failed_dir_is_not_elected_uncleanly_when_its_leade
     assert list(li.isr) == [lead]
 
 
-async def _sync(fn):
-    return fn()
+async def _placed(dirs, count: int) -> dict | None:
+    """{log dir: the replica directories in it} once `count` replicas are placed in `dirs`."""
+    where = {d: sorted(os.listdir(d)) for d in dirs}
+    return where if sum(len(v) for v in where.values()) == count else None
+
+
+def _fail(log_dir) -> None:
+    """A failed disk: the log dir is gone and a file stands in its place."""
+    shutil.rmtree(log_dir)
+    log_dir.write_text("not a directory any more")
