@@ -12,6 +12,9 @@ so by an earlier failure):
   (or stays) Offline, and where a live replica is missing from the cached ISR the refusal is
   noted for a re-read first (`partitions.choose`, issue 22); the log of such elections is
   walked a partition at a time, since a refusal's line names its ISR;
+- a replica on a failed log dir (rules 4, `replicas_on_offline_dirs`) is not live for its own
+  partition: it is masked out of that row's election, its new ISR and its LeaderAndIsr
+  recipients, and a refusal names it, as `partitions.choose` does;
 - the request batch, the writes and the state-change log are filled in the order the scalar
   handlers fill them (so the commands, and their digest, are the same), from plain values
   taken from the columns, not from one `PartitionInfo` per partition;
@@ -59,8 +62,6 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
     to re-read noted as the state-change log's walk would note them."""
     if not ENABLED or d.has_writes:
         return False  # (a draft that already wrote would need the first write's expected version)
-    if d.replicas_on_offline_dirs:
-        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
     image = d.partitions
     if image.odd or not image.count:
         return False
@@ -91,21 +92,28 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
         return False
     tried_rows = np.flatnonzero(leaderless)
     isr = image.column("isr")
+    # replicas on failed log dirs (rules 4): live brokers, but not live for their own partition's
+    # election, its LeaderAndIsr or its re-read (partitions.choose); nearly always none
+    gone = gone_tried = None
+    if d.replicas_on_offline_dirs:
+        gone = d.offline_dir_cells(image, replicas)
+        gone_tried = (gone[tried_rows], d.offline_dir_cells(image, isr)[tried_rows])
     ok, new_leader, new_isr, _ = V.offline(replicas[tried_rows], isr[tried_rows], live,
-                                           np.zeros(len(tried_rows), bool))
+                                           np.zeros(len(tried_rows), bool), *(gone_tried or ()))
     unclean = np.zeros(len(tried_rows), bool)
     if not ok.all():  # where the topic allows it, an unclean election (the first live replica)
         allowed = {t for t in {tp.topic for tp in image.tps(tried_rows[~ok])} if d.unclean_allowed(t)}
         if allowed:
             may = image.topic_mask(allowed)[tried_rows]
-            ok, new_leader, new_isr, unclean = V.offline(replicas[tried_rows], isr[tried_rows], live, may)
+            ok, new_leader, new_isr, unclean = V.offline(replicas[tried_rows], isr[tried_rows], live, may,
+                                                         *(gone_tried or ()))
     if ok.all():  # (the usual case: no copies)
         refused_rows, elect_rows = tried_rows[:0], tried_rows
     else:
         refused_rows = tried_rows[~ok]
         elect_rows, new_leader, new_isr = tried_rows[ok], new_leader[ok], new_isr[ok]
         if last and not d.confirmed and d.config.rules >= 2:
-            _park_if_re_read(d, image, refused_rows, replicas, isr, live)
+            _park_if_re_read(d, image, refused_rows, replicas, isr, live, gone)
 
     # -- the new columns: the election, then each dead replica leaves the ISR -------------------
     # (sorted broker order, as replicas._to_offline walks a partition's dead replicas; each change
@@ -135,7 +143,8 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
 
     # -- the request batch: LeaderAndIsr per broker, StopReplica, the state-change log ----------
     offline_log = _batch(d, live, e_tps, e_rows, replicas[e_rows], t_tps, t_rows, replicas[t_rows],
-                         dead_replica[t_rows], rstate[t_rows], is_elected[t_rows])
+                         dead_replica[t_rows], rstate[t_rows], is_elected[t_rows],
+                         None if gone is None else (gone[e_rows], gone[t_rows]))
     if e_tps or t_tps:
         d.requests.um_everyone = True
         if not d.requests.um_all:
@@ -145,7 +154,7 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
                             rows=np.concatenate((e_rows, t_rows[told])))
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
     if len(refused_rows) or unclean.any() or (pstate[elect_rows] != _ONLINE).any():
-        _log_elections(d, image, tried_rows, ok, unclean, pstate[tried_rows] == _ONLINE, replicas, isr)
+        _log_elections(d, image, tried_rows, ok, unclean, pstate[tried_rows] == _ONLINE, replicas, isr, gone)
     elif e_tps:
         d.record_many(online, offline, e_tps)
         d.record_many(offline, online, e_tps)
@@ -190,14 +199,15 @@ def on_broker_failure(d: Draft, dead: Collection[int], last: bool = False) -> bo
     return True
 
 
-def _park_if_re_read(d: Draft, image, refused: np.ndarray, replicas: np.ndarray, isr: np.ndarray, live) -> None:
+def _park_if_re_read(d: Draft, image, refused: np.ndarray, replicas: np.ndarray, isr: np.ndarray, live,
+                     gone: np.ndarray | None) -> None:
     """The refused elections that a live replica missing from the cached ISR may explain, noted
     for a re-read in partition order (as `_log_elections` notes them), then `DecisionParked`:
     the decision will be dropped whatever follows (step._drafted), so the writes, requests and
     log it would build are not built. At 10,000 partitions that is about 10 ms of a failure met
     with a stale ISR (its re-read and second decision follow, as before)."""
     reps = replicas[refused]
-    explained = V.live_outside_isr(reps, isr[refused], V.member(reps, live))
+    explained = V.live_outside_isr(reps, isr[refused], _live_cells(reps, live, None if gone is None else gone[refused]))
     if not explained.any():
         return
     d.unconfirmed.update(dict.fromkeys(sorted(image.tps(refused[explained]))))
@@ -211,7 +221,8 @@ def _in_partition_order(image, rows: np.ndarray) -> tuple[list, np.ndarray]:
 
 
 def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, t_tps: list, t_rows: np.ndarray,
-           t_reps: np.ndarray, t_dead: np.ndarray, t_codes: np.ndarray, t_elected: np.ndarray) -> list:
+           t_reps: np.ndarray, t_dead: np.ndarray, t_codes: np.ndarray, t_elected: np.ndarray,
+           gone: tuple | None = None) -> list:
     """The request batch and replica log of `brokers.on_broker_failure`, from the columns:
     LeaderAndIsr of each elected partition (`e_*`, partition order) to its live replicas; for
     each touched partition (`t_*`, partition order, `t_dead` marking the replicas on the brokers
@@ -242,10 +253,11 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
         dead_codes = np.take_along_axis(t_codes.astype(np.int64), by_id, axis=1)
     # LeaderAndIsr of a touched row goes, per dead replica, to every other replica; a live one of
     # an elected row was told with the elections, first
-    t_live = V.member(t_reps, live)
+    e_gone, t_gone = gone if gone is not None else (None, None)
+    t_live = _live_cells(t_reps, live, t_gone)
     assigned = (t_reps != PAD) & ~(t_elected[:, None] & t_live)
     blocks = [assigned & (t_reps != dead_ids[:, k:k + 1]) & dead_sorted[:, k:k + 1] for k in range(n_dead)]
-    e_groups = by_broker(e_reps, (e_reps != PAD) & V.member(e_reps, live))
+    e_groups = by_broker(e_reps, (e_reps != PAD) & _live_cells(e_reps, live, e_gone))
     t_groups = by_broker(np.tile(t_reps, (1, n_dead)), np.concatenate(blocks, axis=1)) if n_dead else []
     # each broker's positions in the elected and in the touched lists, brokers in walk order
     per_broker: dict[int, list] = {b: [rows, None] for b, rows in e_groups}
@@ -278,8 +290,14 @@ def _batch(d: Draft, live, e_tps: list, e_rows: np.ndarray, e_reps: np.ndarray, 
             for code, r, rows in by_state_and_broker(dead_codes[:, :n_dead], dead_ids[:, :n_dead], dead_sorted[:, :n_dead])]
 
 
+def _live_cells(reps: np.ndarray, live, gone: np.ndarray | None) -> np.ndarray:
+    """Replicas on live brokers, less those on failed log dirs (`gone`, a mask over `reps`)."""
+    cells = V.member(reps, live)
+    return cells if gone is None else cells & ~gone
+
+
 def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: np.ndarray, was_online: np.ndarray,
-                   replicas: np.ndarray, isr: np.ndarray) -> None:
+                   replicas: np.ndarray, isr: np.ndarray, gone: np.ndarray | None) -> None:
     """The state-change log of `partitions.offline_then_elect` over `rows` (some elections
     refused or unclean, or some partitions already Offline), walked in its order, one partition
     at a time: a refusal's line names the ISR, so its groups interleave with the others'. A
@@ -289,7 +307,11 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
     order = sorted(range(len(tps)), key=tps.__getitem__)
     isrs = isr[rows].tolist()
     reps = replicas[rows]
-    unsure = V.live_outside_isr(reps, isr[rows], V.member(reps, d.live)).tolist()
+    gone = None if gone is None else gone[rows]
+    unsure = V.live_outside_isr(reps, isr[rows], _live_cells(reps, d.live, gone)).tolist()
+    # a refusal names the replicas on failed log dirs it passed over (partitions.choose)
+    on_failed = None if gone is None else [
+        sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist()) for r, g in zip(reps.tolist(), gone)]
     recheck = d.config.rules >= 2
     confirmed, unconfirmed = d.confirmed, d.unconfirmed
     ok, unclean, was_online = ok.tolist(), unclean.tolist(), was_online.tolist()
@@ -301,7 +323,10 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
             d.record(offline, online, tp, detail=P.UNCLEAN if unclean[k] else "")
             continue
         members = _cut(isrs[k])
-        d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
+        detail = P.refusal(P.OFFLINE, members)
+        if on_failed is not None and on_failed[k]:
+            detail = f"{detail}; on a failed log dir: {', '.join(map(str, on_failed[k]))}"
+        d.record(offline, online, tp, ok=False, detail=detail)
         if recheck and unsure[k] and tp not in confirmed:
             unconfirmed[tp] = None
 

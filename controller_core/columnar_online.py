@@ -46,8 +46,8 @@ _INIT = ((WriteIntent.INIT,),)
 def elect_waiting(d: Draft) -> bool:
     """`trigger_online_state_change(d)` (every topic) over the columns if the draft allows it
     (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.has_writes or d.replicas_on_offline_dirs:
-        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
+    if not ENABLED or d.has_writes:
+        return False
     image = d.partitions
     if image.odd:
         return False
@@ -58,6 +58,8 @@ def elect_waiting(d: Draft) -> bool:
     rows = np.flatnonzero(waiting)
     if not len(rows):
         return True  # (the rule's walk would find nothing either)
+    if d.offline_dirs_among(image, waiting):
+        return False  # (a replica on a failed log dir is offline for its partition's election alone: the rule)
     epoch = d.epoch
     pstate = pstate[rows]
     has = image.column("has_state")[rows]

@@ -58,8 +58,6 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     the draft untouched, if not."""
     if not ENABLED or d.has_writes or d.requests.lai or d.requests.stop or d.log or d.requests.um_tps or d.requests.um_all:
         return False  # (the batch below is built as if it were the decision's first)
-    if d.replicas_on_offline_dirs:
-        return False  # (a replica on a failed log dir is offline for its partition alone: the rule)
     image = d.partitions
     if image.odd or not image.count:
         return False
@@ -92,6 +90,11 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     led = np.flatnonzero(is_led)
     fol = np.flatnonzero(~is_led)
     l_rows, f_rows = rows[led], rows[fol]
+    if d.replicas_on_offline_dirs:
+        electing = np.zeros(len(image.column("present")), bool)
+        electing[l_rows] = True
+        if d.offline_dirs_among(image, electing):
+            return False  # (a replica on a failed log dir is offline for its partition's election alone: the rule)
     l_pstate = image.column("pstate")[l_rows]
     was_offline = l_pstate == _OFFLINE  # (elected as the Online ones are, logged from Offline)
     if ((l_pstate != _ONLINE) & ~was_offline).any():

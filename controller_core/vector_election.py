@@ -117,17 +117,23 @@ def led_by(leader: np.ndarray, has_state: np.ndarray, brokers: Collection[int]) 
     return has_state & member(leader[:, None], brokers)[:, 0]
 
 
-def offline(replicas: np.ndarray, isr: np.ndarray, live: Collection[int], unclean_allowed: np.ndarray):
+def offline(replicas: np.ndarray, isr: np.ndarray, live: Collection[int], unclean_allowed: np.ndarray,
+            gone_replicas: np.ndarray | None = None, gone_isr: np.ndarray | None = None):
     """`election.offline` per row: the first live in-ISR replica, and the ISR's live members;
     failing that, where `unclean_allowed[i]`, the first live replica alone. Returns
-    `(ok, leader, isr, unclean)`."""
+    `(ok, leader, isr, unclean)`. `gone_replicas` / `gone_isr` (masks over `replicas` / `isr`)
+    mark replicas on failed log dirs: not live for this row's election (`partitions.choose`)."""
     live_replica = member(replicas, live)
+    live_member = member(isr, live)
+    if gone_replicas is not None:
+        live_replica &= ~gone_replicas
+        live_member &= ~gone_isr
     ok_clean, clean_leader = first(live_replica & contained(replicas, isr), replicas)
     ok_any, any_leader = first(live_replica, replicas)
     unclean = ~ok_clean & ok_any & unclean_allowed
     ok = ok_clean | unclean
     leader = np.where(ok_clean, clean_leader, np.where(unclean, any_leader, PAD)).astype(np.int32)
-    clean_isr = pack(isr, member(isr, live))
+    clean_isr = pack(isr, live_member)
     alone = np.full_like(clean_isr, PAD)
     if alone.shape[1]:
         alone[:, 0] = any_leader
