@@ -13,13 +13,17 @@ one `PartitionInfo`, one log call each. This module makes the same decision as a
   replica is missing from that ISR (`partitions.choose`, issue 22), as the rule does;
 - a New row's first live replica leads and its live replicas form the ISR, at the initial leader
   epoch (its state znode is created); without a live replica it is refused and stays New;
+- a replica on a failed log dir (rules 4) is not live for its own partition's election, ISR and
+  LeaderAndIsr, and a refusal names it, as `partitions.choose` and `initialize` do;
+- after a bounce's failure decided over the columns, a partition both write is written once
+  (`PartitionWrites.then`), as `Draft.write_change` merges a second change into the first;
 - the writes, the LeaderAndIsr of each elected partition to its live replicas (`is_new` for the
   initialized ones), their UpdateMetadata and the state-change log are filled in the order the
   rule fills them, so the commands and their digest are the same.
 
-Anything else (a draft that already wrote, an image with partitions the columns cannot hold, an
-Offline partition without a state or written by a newer controller) returns False before
-touching the draft, and the caller runs the rule. tests/core/test_columnar_online.py checks on
+Anything else (a draft that already wrote one by one; an image with partitions the columns
+cannot hold, an Offline partition without a state or written by a newer controller) returns
+False before touching the draft, and the caller runs the rule. tests/core/test_columnar_online.py checks on
 random clusters that `step()` gives the same state and commands with and without this path.
 """
 from __future__ import annotations
@@ -46,8 +50,8 @@ _INIT = ((WriteIntent.INIT,),)
 def elect_waiting(d: Draft) -> bool:
     """`trigger_online_state_change(d)` (every topic) over the columns if the draft allows it
     (see the module docstring); False, with the draft untouched, if not."""
-    if not ENABLED or d.has_writes:
-        return False
+    if not ENABLED or d.writes:
+        return False  # (a partition written one by one may be elected again: the rule merges the writes)
     image = d.partitions
     if image.odd:
         return False
@@ -58,8 +62,6 @@ def elect_waiting(d: Draft) -> bool:
     rows = np.flatnonzero(waiting)
     if not len(rows):
         return True  # (the rule's walk would find nothing either)
-    if d.offline_dirs_among(image, waiting):
-        return False  # (a replica on a failed log dir is offline for its partition's election alone: the rule)
     epoch = d.epoch
     pstate = pstate[rows]
     has = image.column("has_state")[rows]
@@ -73,17 +75,24 @@ def elect_waiting(d: Draft) -> bool:
     replicas = image.column("replicas")[rows]
     cached_isr = image.column("isr")[rows]
     live_at = V.member(replicas, live)
+    # replicas on failed log dirs (rules 4): live brokers, but not live for their own partition's
+    # election, its LeaderAndIsr or its re-read (partitions.choose, initialize); nearly always none
+    gone = ()
+    if d.replicas_on_offline_dirs:
+        gone = (d.offline_dir_cells(image, image.column("replicas"))[rows],
+                d.offline_dir_cells(image, image.column("isr"))[rows])
+        live_at &= ~gone[0]
 
     # -- the elections: Offline rows by the offline rule (unclean where allowed), New rows by
     # their first live replica --------------------------------------------------------------
     tried = ~fresh_at
     may = np.zeros(len(rows), bool)
-    ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may)
+    ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may, *gone)
     if not ok[tried].all():
         allowed = {t for t in {tps[k].topic for k in np.flatnonzero(tried & ~ok).tolist()} if d.unclean_allowed(t)}
         if allowed:
             may = np.fromiter((tp.topic in allowed for tp in tps), bool, len(tps))
-            ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may)
+            ok, leader, isr, unclean = V.offline(replicas, cached_isr, live, may, *gone)
     init_ok, init_leader = V.first(live_at, replicas)
     ok = np.where(fresh_at, init_ok, ok)
     unclean &= ~fresh_at
@@ -99,9 +108,11 @@ def elect_waiting(d: Draft) -> bool:
     else:
         recheck = d.config.rules >= 2
         confirmed, unconfirmed = d.confirmed, d.unconfirmed
-        for tp, won, alone, new, members, doubt in zip(
+        on_failed = [()] * len(tps) if not gone else [  # (named by a refusal, as partitions.choose does)
+            sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist()) for r, g in zip(replicas.tolist(), gone[0])]
+        for tp, won, alone, new, members, doubt, failed in zip(
                 tps, ok.tolist(), unclean.tolist(), fresh_at.tolist(), cached_isr.tolist(),
-                V.live_outside_isr(replicas, cached_isr, live_at).tolist()):
+                V.live_outside_isr(replicas, cached_isr, live_at).tolist(), on_failed):
             before = PartitionState.NEW if new else PartitionState.OFFLINE
             if won:
                 d.record(before, online, tp, detail=P.UNCLEAN if alone else "")
@@ -109,7 +120,10 @@ def elect_waiting(d: Draft) -> bool:
                 d.record(before, online, tp, ok=False, detail=P.NO_LIVE_REPLICA)
             else:
                 members = _cut(members)
-                d.record(before, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members))
+                detail = P.refusal(P.OFFLINE, members)
+                if failed:
+                    detail = f"{detail}; on a failed log dir: {', '.join(map(str, failed))}"
+                d.record(before, online, tp, ok=False, detail=detail)
                 if recheck and doubt and tp not in confirmed:
                     unconfirmed[tp] = None
 
@@ -120,11 +134,28 @@ def elect_waiting(d: Draft) -> bool:
     w_tps = [tps[k] for k in won.tolist()] if len(won) < len(tps) else tps
     w_rows = rows[won]
     w_fresh = fresh_at[won]
-    d.intents.update(zip(w_tps, (_INIT if new else _ELECT for new in w_fresh.tolist())))
     expected = None
     if w_fresh.any():  # (their znodes are created)
         expected = image.column("zk_version")[w_rows]
         expected[w_fresh] = NO_ZK_VERSION
+    first = d.bulk_writes
+    if first is None:
+        d.intents.update(zip(w_tps, (_INIT if new else _ELECT for new in w_fresh.tolist())))
+    else:
+        # a bounce: its failure wrote over the columns first. A partition written there too is
+        # written once, expecting the znode's version as the first write did (write_change's
+        # merge, in PartitionWrites.then), its intents one after the other
+        place = {tp: i for i, tp in enumerate(first.tps)}
+        if expected is None:
+            expected = image.column("zk_version")[w_rows]
+        intents = d.intents
+        for k, (tp, new) in enumerate(zip(w_tps, w_fresh.tolist())):
+            i = place.get(tp)
+            if i is None:
+                intents[tp] = _INIT if new else _ELECT
+            else:
+                expected[k] = first.expected[i]
+                intents[tp] = intents[tp] + _ELECT
     written = d.write_rows(w_tps, w_rows, leader[won], leader_epoch[won], isr[won], expected)
     # LeaderAndIsr to each elected partition's live replicas (send_leader_and_isr, partition by
     # partition): a broker's batch is made where the walk first meets it

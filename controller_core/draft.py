@@ -453,9 +453,11 @@ class Draft:
         """`write_change` for many partitions at once, from columns aligned with `rows` (the
         image's row of each of `tps`, in write order): each write expects the version the image
         holds (or `expected`, NO_ZK_VERSION for a znode to create) and stores this controller's
-        epoch. The whole-cluster decisions call it before `replace_image`, with no other write
-        of these partitions in the step; returns the columns to write into the image for `rows`."""
-        assert not self.has_writes, "write_rows makes a decision's first writes"
+        epoch. The whole-cluster decisions call it before `replace_image`; a second call in the
+        step (a bounce's startup after its failure) follows the first's writes, merging a
+        partition written by both as `write_change` does (the caller passes the first write's
+        expected version for it); returns the columns to write into the image for `rows`."""
+        assert not self.writes, "write_rows makes a decision's first writes, or follows another write_rows"
         if expected is None:
             expected = self._image.column("zk_version")[rows]
         stored = np.where(expected == NO_ZK_VERSION, 0, expected + 1).astype(np.int32)
@@ -463,7 +465,8 @@ class Draft:
         leader_epoch = leader_epoch.astype(np.int32)
         epochs = np.full(len(rows), self.epoch, np.int32)
         if len(rows):
-            self.bulk_writes = PartitionWrites(list(tps), leader, leader_epoch, isr, epochs, stored, expected)
+            writes = PartitionWrites(list(tps), leader, leader_epoch, isr, epochs, stored, expected)
+            self.bulk_writes = writes if self.bulk_writes is None else self.bulk_writes.then(writes)
         return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr, "controller_epoch": epochs,
                 "zk_version": stored}
 

@@ -57,3 +57,34 @@ class PartitionWrites(ColumnRows):
         return writes
 
     _values = writes
+
+    def then(self, later: "PartitionWrites") -> "PartitionWrites":
+        """These writes followed by `later`'s: a decision with two whole-cluster parts (a bounce:
+        the failure's writes, then the startup's elections). A partition written by both keeps
+        its first write's place and expected version and takes the later state, as
+        `Draft.write_change` merges a second change into the first write."""
+        width = max(self.isr.shape[1], later.isr.shape[1])
+
+        def padded(isr: np.ndarray) -> np.ndarray:  # (-1: the matrices' padding)
+            return isr if isr.shape[1] == width else np.pad(isr, ((0, 0), (0, width - isr.shape[1])), constant_values=-1)
+
+        place = {tp: i for i, tp in enumerate(self.tps)}
+        at = np.fromiter((place.get(tp, -1) for tp in later.tps), np.intp, len(later.tps))
+        again = at >= 0
+        isr = padded(self.isr)
+        later_isr = padded(later.isr)
+        columns = {name: getattr(self, name) for name in ("leader", "leader_epoch", "controller_epoch")}
+        if again.any():
+            columns = {name: col.copy() for name, col in columns.items()}
+            isr = isr.copy()
+            for name, col in columns.items():
+                col[at[again]] = getattr(later, name)[again]
+            isr[at[again]] = later_isr[again]
+        fresh = ~again
+        tps = list(self.tps) + [tp for tp, f in zip(later.tps, fresh.tolist()) if f]
+        return PartitionWrites(tps, *(np.concatenate((columns[name], getattr(later, name)[fresh]))
+                                      for name in ("leader", "leader_epoch")),
+                               np.concatenate((isr, later_isr[fresh])),
+                               np.concatenate((columns["controller_epoch"], later.controller_epoch[fresh])),
+                               *(np.concatenate((getattr(self, name), getattr(later, name)[fresh]))
+                                 for name in ("zk_version", "expected")))

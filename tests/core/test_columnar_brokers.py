@@ -126,9 +126,9 @@ def test_partitions_left_offline_and_refusals_re_read_are_decided_over_the_colum
 def test_a_bounce_writes_the_failures_columns_then_merges_the_startups_election_into_them():
     """Broker 1 re-registers (a new epoch): a failure and a startup in one step. The failure,
     over the columns, keeps its writes as columns (t-0 loses its only replica and its leader,
-    t-1 elects broker 2, t-2 shrinks); the startup then elects t-0 again, a scalar write of a
-    partition the columns already write: they become `PartitionWrite`s first and the two
-    changes merge into one write expecting the znode's version, as the rules alone write it."""
+    t-1 elects broker 2, t-2 shrinks); the startup then elects t-0 again, over the columns too
+    (test_columnar_online.py): the two changes merge into one write expecting the znode's
+    version, as the rules alone write it."""
     from controller_core.partition_writes import PartitionWrites
     topics = {"t": [[1], [1, 2], [2, 1]]}
     states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(1, 4, (1, 2), 1, 7),
@@ -140,7 +140,7 @@ def test_a_bounce_writes_the_failures_columns_then_merges_the_startups_election_
     assert taken == [True]
     assert_same(fast, slow)
     [write] = [c for c in fast[1] if type(c).__name__ == "WritePartitionStates"]
-    assert not isinstance(write.writes, PartitionWrites)  # spilled by the startup's write
+    assert isinstance(write.writes, PartitionWrites)  # merged over the columns (PartitionWrites.then)
     by_tp = {w.tp: w for w in write.writes}
     assert [w.tp for w in write.writes] == [tp("t", 1), tp("t", 0), tp("t", 2)]  # elected first, as the rule
     assert by_tp[tp("t", 0)].expected_version == 7 and by_tp[tp("t", 0)].leader_isr.leader == 1
