@@ -90,11 +90,6 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     led = np.flatnonzero(is_led)
     fol = np.flatnonzero(~is_led)
     l_rows, f_rows = rows[led], rows[fol]
-    if d.replicas_on_offline_dirs:
-        electing = np.zeros(len(image.column("present")), bool)
-        electing[l_rows] = True
-        if d.offline_dirs_among(image, electing):
-            return False  # (a replica on a failed log dir is offline for its partition's election alone: the rule)
     l_pstate = image.column("pstate")[l_rows]
     was_offline = l_pstate == _OFFLINE  # (elected as the Online ones are, logged from Offline)
     if ((l_pstate != _ONLINE) & ~was_offline).any():
@@ -108,15 +103,20 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     everyone = d.live_or_shutting_down
     l_reps, f_reps = replicas[l_rows], replicas[f_rows]
     l_isr = isr[l_rows]
-    ok, new_leader, new_isr = V.controlled_shutdown(l_reps, l_isr, everyone, d.shutting_down)
+    # replicas on failed log dirs (rules 4): not eligible for their own partition's election, nor
+    # told of it, nor a reason to re-read (partitions.choose); nearly always none
+    gone = d.offline_dir_cells(image, replicas)[l_rows] if d.replicas_on_offline_dirs else None
+    ok, new_leader, new_isr = V.controlled_shutdown(l_reps, l_isr, everyone, d.shutting_down, gone)
     l_tps = [tps[k] for k in led.tolist()]
     refused = np.flatnonzero(~ok)
     if len(refused) or was_offline.any():
         # the walk logs each refusal and leaves the partition as it is; one that a replica not in
         # the cached ISR might have saved is re-read first (issue 22: step() drops this draft)
-        _log_elections(d, l_tps, ok, l_isr, was_offline)
+        _log_elections(d, l_tps, ok, l_isr, was_offline, l_reps, gone)
         if d.config.rules >= 2:
             candidate = V.member(l_reps, everyone) & ~V.member(l_reps, d.shutting_down)
+            if gone is not None:
+                candidate &= ~gone
             unsure = V.live_outside_isr(l_reps, l_isr, candidate)
             confirmed = d.confirmed
             for k in refused[unsure[refused]].tolist():
@@ -128,6 +128,7 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
                 raise DecisionParked
         won = np.flatnonzero(ok)
         l_rows, l_reps, new_leader, new_isr = l_rows[won], l_reps[won], new_leader[won], new_isr[won]
+        gone = None if gone is None else gone[won]
         l_tps = [l_tps[k] for k in won.tolist()]
         was_offline = was_offline[won]
     elif l_tps:
@@ -145,7 +146,8 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     # down replicas), StopReplica of every followed partition, then the LeaderAndIsr of each
     # followed partition to its other replicas (dead ones too, as replicas._to_offline sends)
     f_tps = [tps[k] for k in fol.tolist()]
-    sent = np.concatenate((V.member(l_reps, everyone), (f_reps != PAD) & ~at))
+    told = V.member(l_reps, everyone) if gone is None else V.member(l_reps, everyone) & ~gone
+    sent = np.concatenate((told, (f_reps != PAD) & ~at))
     both = l_tps + f_tps
     for b, rows in by_broker(np.concatenate((l_reps, f_reps)), sent):
         d.requests.lai[b] = PartitionBatch()  # (the draft's batch is empty: checked above)
@@ -180,21 +182,28 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     return True
 
 
-def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_offline: np.ndarray) -> None:
+def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_offline: np.ndarray,
+                   replicas: np.ndarray, gone: np.ndarray | None) -> None:
     """The state-change log of the elections when some were refused or some partitions were
     Offline: one group per outcome and prior state (a refusal's detail names the partition's
-    ISR), each partition in the walk's order, the groups in the order the walk first logs each."""
+    ISR, and its replicas on failed log dirs), each partition in the walk's order, the groups in
+    the order the walk first logs each."""
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
     groups: dict[tuple, list] = {}
     details: dict[tuple, str] = {}
-    for tp, won, members, was in zip(tps, ok.tolist(), isr.tolist(), was_offline.tolist()):
+    on_failed = [()] * len(tps) if gone is None else [
+        tuple(sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist())) for r, g in zip(replicas.tolist(), gone)]
+    for tp, won, members, was, failed in zip(tps, ok.tolist(), isr.tolist(), was_offline.tolist(), on_failed):
         if won:
             key = (offline if was else online, online, -1, True, "")
         else:
-            cut = tuple(members)
+            cut = (tuple(members), failed)
             detail = details.get(cut)
             if detail is None:
-                detail = details[cut] = refusal(CONTROLLED_SHUTDOWN, _cut(members))
+                detail = refusal(CONTROLLED_SHUTDOWN, _cut(members))
+                if failed:
+                    detail = f"{detail}; on a failed log dir: {', '.join(map(str, failed))}"
+                details[cut] = detail
             key = (offline if was else online, online, -1, False, detail)
         group = groups.get(key)
         if group is None:

@@ -276,17 +276,6 @@ class Draft:
             cached = self._offline_dirs = (pairs, {t: frozenset(bs) for t, bs in by_tp.items()})
         return cached[1].get(tp, frozenset())
 
-    def offline_dirs_among(self, image, rows: np.ndarray) -> bool:
-        """Whether a replica on a failed log dir belongs to a partition marked in `rows` (a
-        mask over `image`'s rows). The kept replicas matter only to elections (`on_offline_dirs`):
-        a columnar decision whose elections are all elsewhere decides as the rule would, and a
-        failed disk does not send every later broker failure down the scalar path."""
-        pairs = self.replicas_on_offline_dirs
-        if not pairs:
-            return False
-        at = image.rows_of(list({tp for tp, _ in pairs}))
-        return bool(rows[at[at >= 0]].any())
-
     def offline_dir_cells(self, image, matrix: np.ndarray) -> np.ndarray:
         """A mask over `matrix` (a broker-id column of `image`: replicas or ISR, every row) of
         the cells whose replica is on a failed log dir (`replicas_on_offline_dirs`)."""

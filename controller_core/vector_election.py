@@ -142,10 +142,13 @@ def offline(replicas: np.ndarray, isr: np.ndarray, live: Collection[int], unclea
 
 
 def controlled_shutdown(replicas: np.ndarray, isr: np.ndarray, live_or_shutting_down: Collection[int],
-                        shutting_down: Collection[int]):
+                        shutting_down: Collection[int], gone: np.ndarray | None = None):
     """`election.controlled_shutdown` per row: the first in-ISR replica that is live and not
-    shutting down; the shutting-down brokers leave the ISR. Returns `(ok, leader, isr)`."""
+    shutting down; the shutting-down brokers leave the ISR. Returns `(ok, leader, isr)`.
+    `gone` (a mask over `replicas`) marks replicas on failed log dirs: not eligible."""
     eligible = member(replicas, live_or_shutting_down) & contained(replicas, isr) & ~member(replicas, shutting_down)
+    if gone is not None:
+        eligible &= ~gone
     ok, leader = first(eligible, replicas)
     new_isr = pack(isr, (isr != PAD) & ~member(isr, shutting_down))
     return ok, leader, np.where(ok[:, None], new_isr, PAD).astype(np.int32)

@@ -1,7 +1,7 @@
 """Replicas kept on failed log dirs (rules 4, `replicas_on_offline_dirs`) and the columnar
 decisions: a broker failure, the elections of waiting partitions and a controlled shutdown
-decide over the columns unless a kept replica belongs to a partition they elect, and either way
-give the rules' state, commands and digest, on random clusters with random kept replicas."""
+decide over the columns with the kept replicas masked out of their own partitions' elections,
+and give the rules' state, commands and digest, on random clusters with random kept replicas."""
 from __future__ import annotations
 
 import attrs
@@ -15,7 +15,7 @@ from controller_core.state import ControllerConfig
 from controller_core.step import step
 from controller_core.values import LeaderIsr
 
-from .builders import AT, assert_same, both_paths, broker, elected, of_type, tp
+from .builders import AT, assert_same, both_paths, broker, elected, of_type, run, tp
 from .test_columnar_brokers import healthy_clusters as healthy_failures
 from .test_columnar_shutdown import clusters as shutdowns
 from .test_columnar_startup import both_ways as comeback_both_ways
@@ -120,3 +120,17 @@ def test_a_refusal_on_the_columns_names_the_replica_on_a_failed_dir():
     assert_same(fast, slow)
     refusals = [e.detail for c in of_type(fast[1], C.LogStateChanges) for e in c.entries if not e.ok]
     assert refusals == ["no eligible leader under the offline strategy (isr [1, 2]); on a failed log dir: 2"]
+
+
+def test_a_controlled_shutdown_moves_leadership_past_the_failed_dir_on_the_columns():
+    """Broker 1 asks to stop leading a-0 while a-0's replica on 2 is kept: 3 takes over, 2 is
+    not told of the election, over the columns as by the rule."""
+    state = _with_kept(_cluster(), frozenset({(tp("a", 0), 2)}))
+    request = E.ControlledShutdownRequested(at=AT, request_id=7, broker_id=1, broker_epoch=101)
+    fast, slow, taken = both_paths(columnar_shutdown, "on_controlled_shutdown", lambda: run(state, request))
+    assert taken == [True]
+    assert_same(fast, slow)
+    (write,) = of_type(fast[1], C.WritePartitionStates)
+    assert {w.tp: w.leader_isr.leader for w in write.writes}[tp("a", 0)] == 3
+    told = {c.broker_id for c in of_type(fast[1], C.SendLeaderAndIsr) if tp("a", 0) in {v.tp for v in c.partitions}}
+    assert told == {1, 3}
