@@ -23,8 +23,9 @@ one `PartitionInfo`, one log call each. This module makes the same decision as a
 
 Anything else (a draft that already wrote one by one; an image with partitions the columns
 cannot hold, an Offline partition without a state or written by a newer controller) returns
-False before touching the draft, and the caller runs the rule. tests/core/test_columnar_online.py checks on
-random clusters that `step()` gives the same state and commands with and without this path.
+False before touching the draft, and the caller runs the rule. tests/core/test_columnar_online.py
+checks on random clusters that `step()` gives the same state and commands with and without this
+path.
 """
 from __future__ import annotations
 

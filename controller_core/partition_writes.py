@@ -66,7 +66,9 @@ class PartitionWrites(ColumnRows):
         width = max(self.isr.shape[1], later.isr.shape[1])
 
         def padded(isr: np.ndarray) -> np.ndarray:  # (-1: the matrices' padding)
-            return isr if isr.shape[1] == width else np.pad(isr, ((0, 0), (0, width - isr.shape[1])), constant_values=-1)
+            if isr.shape[1] == width:
+                return isr
+            return np.pad(isr, ((0, 0), (0, width - isr.shape[1])), constant_values=-1)
 
         place = {tp: i for i, tp in enumerate(self.tps)}
         at = np.fromiter((place.get(tp, -1) for tp in later.tps), np.intp, len(later.tps))

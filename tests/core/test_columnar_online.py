@@ -130,5 +130,6 @@ def test_bounces_decide_over_the_columns_as_by_the_rule(data):
         kept = data.draw(st.lists(st.sampled_from(pairs), max_size=3, unique=True), "kept")
         state = attrs.evolve(state, replicas_on_offline_dirs=frozenset(kept))
     listing = tuple(broker(b, epoch=900 + b) if b in bouncing else broker(b) for b in alive if b not in dying)
-    fast, slow, _ = both_paths(columnar_online, "elect_waiting", lambda: step(state, E.BrokersChanged(at=AT, brokers=listing)))
+    event = E.BrokersChanged(at=AT, brokers=listing)
+    fast, slow, _ = both_paths(columnar_online, "elect_waiting", lambda: step(state, event))
     assert_same(fast, slow)

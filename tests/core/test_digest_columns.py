@@ -204,3 +204,29 @@ def test_a_large_write_commands_digest_is_the_reference_and_makes_no_write_value
         writes = big()
         assert codec.digester(canonical).digest([log, C.WritePartitionStates(write_id=1, writes=writes)]) == reference
         assert writes._writes is None  # written from the columns
+
+
+@settings(max_examples=100, deadline=None)
+@given(write_columns(), write_columns(), st.data())
+def test_writes_followed_by_more_merge_a_partition_written_twice_as_write_change_does(first, later, data):
+    """`PartitionWrites.then` (a bounce: the failure's writes, then the startup's): the first
+    writes in their order, each partition written again taking the later state but keeping its
+    first write's place, expected version and stored version; the other later writes after them.
+    The ISR matrices may differ in width."""
+    def distinct(w):  # (a decision writes a partition once per part)
+        keep = np.array([w.tps.index(tp) == i for i, tp in enumerate(w.tps)], bool)
+        return PartitionWrites([tp for tp, k in zip(w.tps, keep) if k], w.leader[keep], w.leader_epoch[keep],
+                               w.isr[keep], w.controller_epoch[keep], w.zk_version[keep], w.expected[keep])
+    if first.tps:  # some of the later writes are of partitions the first wrote
+        again = data.draw(st.lists(st.booleans(), min_size=len(later.tps), max_size=len(later.tps)), "again")
+        later.tps = [data.draw(st.sampled_from(first.tps)) if a else tp for tp, a in zip(later.tps, again)]
+    first, later = distinct(first), distinct(later)
+    expected = {w.tp: w for w in first.writes()}
+    for w in later.writes():
+        was = expected.get(w.tp)
+        if was is None:
+            expected[w.tp] = w
+        else:
+            expected[w.tp] = C.PartitionWrite(w.tp, w.leader_isr._replace(zk_version=was.leader_isr.zk_version),
+                                              was.expected_version)
+    assert first.then(later).writes() == tuple(expected.values())
