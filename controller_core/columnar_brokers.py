@@ -309,9 +309,7 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
     reps = replicas[rows]
     gone = None if gone is None else gone[rows]
     unsure = V.live_outside_isr(reps, isr[rows], _live_cells(reps, d.live, gone)).tolist()
-    # a refusal names the replicas on failed log dirs it passed over (partitions.choose)
-    on_failed = None if gone is None else [
-        sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist()) for r, g in zip(reps.tolist(), gone)]
+    on_failed = [()] * len(tps) if gone is None else V.marked(reps, gone)  # (named by a refusal)
     recheck = d.config.rules >= 2
     confirmed, unconfirmed = d.confirmed, d.unconfirmed
     ok, unclean, was_online = ok.tolist(), unclean.tolist(), was_online.tolist()
@@ -323,10 +321,7 @@ def _log_elections(d: Draft, image, rows: np.ndarray, ok: np.ndarray, unclean: n
             d.record(offline, online, tp, detail=P.UNCLEAN if unclean[k] else "")
             continue
         members = _cut(isrs[k])
-        detail = P.refusal(P.OFFLINE, members)
-        if on_failed is not None and on_failed[k]:
-            detail = f"{detail}; on a failed log dir: {', '.join(map(str, on_failed[k]))}"
-        d.record(offline, online, tp, ok=False, detail=detail)
+        d.record(offline, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members, on_failed[k]))
         if recheck and unsure[k] and tp not in confirmed:
             unconfirmed[tp] = None
 

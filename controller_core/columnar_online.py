@@ -109,8 +109,7 @@ def elect_waiting(d: Draft) -> bool:
     else:
         recheck = d.config.rules >= 2
         confirmed, unconfirmed = d.confirmed, d.unconfirmed
-        on_failed = [()] * len(tps) if not gone else [  # (named by a refusal, as partitions.choose does)
-            sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist()) for r, g in zip(replicas.tolist(), gone[0])]
+        on_failed = V.marked(replicas, gone[0]) if gone else [()] * len(tps)  # (named by a refusal)
         for tp, won, alone, new, members, doubt, failed in zip(
                 tps, ok.tolist(), unclean.tolist(), fresh_at.tolist(), cached_isr.tolist(),
                 V.live_outside_isr(replicas, cached_isr, live_at).tolist(), on_failed):
@@ -121,10 +120,7 @@ def elect_waiting(d: Draft) -> bool:
                 d.record(before, online, tp, ok=False, detail=P.NO_LIVE_REPLICA)
             else:
                 members = _cut(members)
-                detail = P.refusal(P.OFFLINE, members)
-                if failed:
-                    detail = f"{detail}; on a failed log dir: {', '.join(map(str, failed))}"
-                d.record(before, online, tp, ok=False, detail=detail)
+                d.record(before, online, tp, ok=False, detail=P.refusal(P.OFFLINE, members, failed))
                 if recheck and doubt and tp not in confirmed:
                     unconfirmed[tp] = None
 

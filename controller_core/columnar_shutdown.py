@@ -191,8 +191,7 @@ def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_off
     online, offline = PartitionState.ONLINE, PartitionState.OFFLINE
     groups: dict[tuple, list] = {}
     details: dict[tuple, str] = {}
-    on_failed = [()] * len(tps) if gone is None else [
-        tuple(sorted(_cut(r)[j] for j in np.flatnonzero(g).tolist())) for r, g in zip(replicas.tolist(), gone)]
+    on_failed = [()] * len(tps) if gone is None else V.marked(replicas, gone)
     for tp, won, members, was, failed in zip(tps, ok.tolist(), isr.tolist(), was_offline.tolist(), on_failed):
         if won:
             key = (offline if was else online, online, -1, True, "")
@@ -200,10 +199,7 @@ def _log_elections(d: Draft, tps: list, ok: np.ndarray, isr: np.ndarray, was_off
             cut = (tuple(members), failed)
             detail = details.get(cut)
             if detail is None:
-                detail = refusal(CONTROLLED_SHUTDOWN, _cut(members))
-                if failed:
-                    detail = f"{detail}; on a failed log dir: {', '.join(map(str, failed))}"
-                details[cut] = detail
+                detail = details[cut] = refusal(CONTROLLED_SHUTDOWN, _cut(members), failed)
             key = (offline if was else online, online, -1, False, detail)
         group = groups.get(key)
         if group is None:

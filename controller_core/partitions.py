@@ -7,7 +7,7 @@ requests to the replicas; the writes' expected versions come from the draft.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -118,18 +118,19 @@ def choose(d: Draft, tp: TopicPartition, strategy: Strategy, info=None):
             # leader may have added it and the notification is still queued. Kafka decides on
             # the ISR it reads from ZooKeeper; the caller re-reads before refusing for good.
             d.unconfirmed[tp] = None
-        if gone and any(r in gone for r in replicas):
-            # say why a live in-sync replica was passed over (the log would read as a bug otherwise)
-            on_failed = sorted(r for r in replicas if r in gone)
-            return f"{refusal(strategy, li.isr)}; on a failed log dir: {', '.join(map(str, on_failed))}"
-        return refusal(strategy, li.isr)
+        return refusal(strategy, li.isr, sorted(r for r in replicas if r in gone) if gone else ())
     leader, isr, unclean = result
     return leader, isr, recipients, unclean
 
 
-def refusal(strategy: Strategy, isr: tuple[int, ...]) -> str:
-    """The error of an election that found no leader (logged, and answered to election requests)."""
-    return f"no eligible leader under the {strategy} strategy (isr {list(isr)})"
+def refusal(strategy: Strategy, isr: tuple[int, ...], on_failed_dirs: Sequence[int] = ()) -> str:
+    """The error of an election that found no leader (logged, and answered to election requests);
+    `on_failed_dirs`, the replicas it passed over for being on a failed log dir, sorted, are named:
+    a live in-sync replica passed over would read as a bug otherwise."""
+    text = f"no eligible leader under the {strategy} strategy (isr {list(isr)})"
+    if on_failed_dirs:
+        text = f"{text}; on a failed log dir: {', '.join(map(str, on_failed_dirs))}"
+    return text
 
 
 def _candidates(d: Draft, strategy: Strategy, info, gone: frozenset[int] | None) -> list[int]:

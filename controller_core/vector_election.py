@@ -182,6 +182,13 @@ def shrink(isr: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray, broker
     return hit
 
 
+def marked(matrix: np.ndarray, mask: np.ndarray) -> list[tuple[int, ...]]:
+    """Per row, the values of `matrix` where `mask` is set, sorted (for the few rows a log line
+    names them in)."""
+    return [tuple(sorted(v for v, m in zip(values, marks) if m))
+            for values, marks in zip(matrix.tolist(), mask.tolist())]
+
+
 def row(matrix: np.ndarray, i: int) -> tuple[int, ...]:
     """Row i of a left-packed matrix as a tuple, without its padding."""
     return tuple(v for v in matrix[i].tolist() if v != PAD)

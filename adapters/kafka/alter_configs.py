@@ -109,7 +109,5 @@ def checked(rtype: int, name: str, config: Mapping[str, str]) -> dict[str, str]:
         return D.validate_broker_config(config)
     except UnknownTopicConfigError as err:
         raise Refused(K.INVALID_CONFIG, str(err)) from None
-    except AdminError as err:
-        raise Refused(K.INVALID_REQUEST, f"Invalid config value for resource {describe(rtype, name)}: {err}") from None
-    except ValueError as err:
+    except (AdminError, ValueError) as err:
         raise Refused(K.INVALID_REQUEST, f"Invalid config value for resource {describe(rtype, name)}: {err}") from None

@@ -122,6 +122,16 @@ def test_partitions_left_offline_and_refusals_re_read_are_decided_over_the_colum
     assert re_read == any(type(c).__name__ == "ReadPartitionStates" for c in firsts[0])
 
 
+def bounce_of_broker_1():
+    """Brokers 1 and 2; t-0 only on 1 (its leader), t-1 on 1 and 2 led by 1, t-2 on 2 and 1 led
+    by 2. Returns the elected state and broker 1's re-registration (a new epoch)."""
+    topics = {"t": [[1], [1, 2], [2, 1]]}
+    states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(1, 4, (1, 2), 1, 7),
+              tp("t", 2): LeaderIsr(2, 4, (2, 1), 1, 7)}
+    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
+    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
+    return state, E.BrokersChanged(at=AT, brokers=(broker(1, epoch=999), broker(2)))
+
 
 def test_a_bounce_writes_the_failures_columns_then_merges_the_startups_election_into_them():
     """Broker 1 re-registers (a new epoch): a failure and a startup in one step. The failure,
@@ -130,12 +140,7 @@ def test_a_bounce_writes_the_failures_columns_then_merges_the_startups_election_
     (test_columnar_online.py): the two changes merge into one write expecting the znode's
     version, as the rules alone write it."""
     from controller_core.partition_writes import PartitionWrites
-    topics = {"t": [[1], [1, 2], [2, 1]]}
-    states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(1, 4, (1, 2), 1, 7),
-              tp("t", 2): LeaderIsr(2, 4, (2, 1), 1, 7)}
-    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
-    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
-    bounce = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=999), broker(2)))
+    state, bounce = bounce_of_broker_1()
     fast, slow, taken = both_paths(columnar_brokers, "on_broker_failure", lambda: step(state, bounce))
     assert taken == [True]
     assert_same(fast, slow)

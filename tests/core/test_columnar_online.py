@@ -18,7 +18,7 @@ from controller_core.step import step
 from controller_core.values import LeaderIsr
 
 from .builders import AT, assert_same, both_paths, broker, elected, tp
-from .test_columnar_brokers import healthy_clusters
+from .test_columnar_brokers import bounce_of_broker_1, healthy_clusters
 from .test_columnar_failure import clusters
 from .test_columnar_startup import both_ways as startup_both_ways
 from .test_columnar_startup import comebacks
@@ -79,24 +79,16 @@ def test_a_refusal_a_live_replica_outside_the_cached_isr_may_explain_is_re_read_
 
 
 
-def test_a_bounce_elects_its_waiting_partitions_over_the_columns_into_its_failures_writes():
+def test_a_bounce_elects_its_waiting_partitions_over_the_columns_into_its_failures_writes(monkeypatch):
     """Broker 1 re-registers. Its failure, over the columns, elects 2 for t-1, shrinks t-2's ISR
     and leaves t-0 (only on 1) without a leader: three writes. Its startup then elects 1 for t-0
     over the columns too: that write merges into the failure's write of t-0 (its place, the
     version it expected, both intents), as `Draft.write_change` merges it under the rule."""
-    topics = {"t": [[1], [1, 2], [2, 1]]}
-    states = {tp("t", 0): LeaderIsr(1, 4, (1,), 1, 7), tp("t", 1): LeaderIsr(1, 4, (1, 2), 1, 7),
-              tp("t", 2): LeaderIsr(2, 4, (2, 1), 1, 7)}
-    config = ControllerConfig(broker_id=2, auto_leader_rebalance_enable=False)
-    state, _ = elected(brokers=(1, 2), topics=topics, states=states, config=config)
-    bounce = E.BrokersChanged(at=AT, brokers=(broker(1, epoch=999), broker(2)))
+    state, bounce = bounce_of_broker_1()
     failures = []
     real = columnar_brokers.on_broker_failure
-    columnar_brokers.on_broker_failure = lambda *a: failures.append(real(*a)) or failures[-1]
-    try:
-        fast, slow, taken = both_paths(columnar_online, "elect_waiting", lambda: step(state, bounce))
-    finally:
-        columnar_brokers.on_broker_failure = real
+    monkeypatch.setattr(columnar_brokers, "on_broker_failure", lambda *a: failures.append(real(*a)) or failures[-1])
+    fast, slow, taken = both_paths(columnar_online, "elect_waiting", lambda: step(state, bounce))
     assert failures[0] is True and taken == [True]
     assert_same(fast, slow)
     (write,) = [c for c in fast[1] if isinstance(c, C.WritePartitionStates)]
