@@ -1,27 +1,37 @@
-import sys, time
-from benchmarks.sampled_units import sampled_units, fold
-import controller_core.columnar_brokers as CB, controller_core.brokers as B
-from controller_core import vector_election as V
-from controller_core.columns import P_CODE
-from controller_core.machines import PartitionState
-import numpy as np
-units = sampled_units(sys.argv[1], 10, seed=4)
-orig = CB.on_broker_failure
-def w(d, dead, last=False):
-    image = d.partitions
-    info = ""
-    if not image.odd and image.count and not d.has_writes:
-        present = image.column("present")
-        if d.topics_to_delete: present = present & ~image.topic_mask(d.topics_to_delete)
-        pstate = image.column("pstate"); leader = image.column("leader")
-        leaderless = present & image.column("has_state") & ~V.member(leader[:, None], d.live)[:, 0] & (pstate != P_CODE[PartitionState.NEW])
-        is_online = pstate == P_CODE[PartitionState.ONLINE]
-        bad = present & ~is_online & ~(leaderless & (pstate == P_CODE[PartitionState.OFFLINE]))
-        info = f"kept-in-elected={d.offline_dirs_among(image, leaderless)} waiting/odd-state={int(bad.sum())} leaderless={int(leaderless.sum())}"
-    else:
-        info = f"odd={image.odd} has_writes={d.has_writes}"
-    r = orig(d, dead, last)
-    print(r, d.cause, sorted(dead), len(d.replicas_on_offline_dirs), info)
-    return r
-B.columnar_brokers.on_broker_failure = w
-for u in units: fold(u)
+"""Which broker failures of a journal's sampled fold units the columns decide, and what each
+costs (CPU ms of `brokers.on_broker_failure`, the rules' fallback included).
+
+    PYTHONHASHSEED=0 python docs/bench/2026-12-06e/failure_gates.py JOURNAL
+"""
+import sys
+import time
+
+import controller_core.brokers as B
+import controller_core.columnar_brokers as CB
+from benchmarks.sampled_units import fold, sampled_units
+
+decided = []
+columnar, whole = CB.on_broker_failure, B.on_broker_failure
+
+
+def spy_columnar(d, dead, last=False):
+    decided[-1] = "parked"  # (unless it returns: DecisionParked, a refusal to re-read first)
+    decided[-1] = columnar(d, dead, last)
+    return decided[-1]
+
+
+def spy_whole(d, dead, last=False):
+    t = time.process_time()
+    decided.append(None)
+    try:
+        whole(d, dead, last)
+    finally:  # (a decision parked for a re-read raises DecisionParked)
+        over = {True: "columns", "parked": "columns, parked for a re-read"}.get(decided[-1], "rules")
+        kept = len(d.replicas_on_offline_dirs)
+        print(f"{d.cause}: {over}, {(time.process_time() - t) * 1000:.1f} ms, {kept} replica(s) kept on failed dirs")
+
+
+B.columnar_brokers.on_broker_failure = spy_columnar
+B.on_broker_failure = spy_whole
+for u in sampled_units(sys.argv[1], 10, seed=4):
+    fold(u)
