@@ -19,7 +19,8 @@ BIG = ("timeline", "election", "event", "finding")  # struct columns of the fold
 
 def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary: dict, schema,
                direct: dict | None = None):
-    """`fold_files` over Arrow batches of (path, value), yielding one record batch per unit and
+    """`fold_files` over Arrow batches of (path, value), or of paths alone on the local file
+    system (each read here: `read_segment`), yielding one record batch per unit and
     kind with the job's fold schema (kind, unit, date, small, and one struct column per kind of
     `BIG`): rows are built into columns here, not passed as JSON texts or Row objects.
 
@@ -34,7 +35,12 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
 
     def files():
         for b in batches:
-            yield from zip(b.column("path").to_pylist(), b.column("value").to_pylist())
+            paths = b.column("path").to_pylist()
+            if "value" in b.schema.names:  # read by Spark (a file system other than the local one)
+                yield from zip(paths, b.column("value").to_pylist())
+            else:
+                for path in paths:
+                    yield path, read_segment(path)
 
     def batch(kind, rows, uid, day):
         n = len(rows)
@@ -68,6 +74,17 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
         yield from flush(*current[:1], rows, *current[1:])
 
 
+def read_segment(path: str) -> bytes:
+    """A segment file's bytes, decompressed if it is a closed (.gz) one. `fold_files` takes them
+    as they are: the records are checked as bytes (adapters/journal/format.py), as
+    `replay.local` checks them."""
+    import gzip
+
+    with open(path, "rb") as f:
+        data = f.read()
+    return gzip.decompress(data) if path.endswith(".gz") else data
+
+
 def stage_files(direct: dict, kind: str, rows, uid: str, day: str | None) -> None:
     """Write one unit's rows of one kind (an Arrow struct array) as a Parquet file under
     `direct["root"]`/<table>/journal=<j>/date=<day>/unit=<uid>/, one file per journal value:
@@ -96,7 +113,8 @@ def stage_files(direct: dict, kind: str, rows, uid: str, day: str | None) -> Non
 
 
 def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: dict):
-    """One task: whole segment files (path, text), each the head segment of a fold unit. The
+    """One task: whole segment files (path, text: a str read by Spark, or the bytes
+    `read_segment` read), each the head segment of a fold unit. The
     unit's records are the file's records within the unit's range plus its `boundary` records
     found in other segments: (seq, type, path, line, text, event_seq). Yields
     (kind, row, unit id, UTC day of the unit's head): the last two place the unit's rows in the
@@ -123,8 +141,9 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             started = time.perf_counter()
             u = units[unit_id]
             lo, tail = u["lo"], u.get("tail", u["hi"])
-            raw_lines = text.split("\n")
-            if raw_lines and raw_lines[-1] == "":
+            newline = b"\n" if text.__class__ is bytes else "\n"  # (read here, or by Spark)
+            raw_lines = text.split(newline)
+            if raw_lines and raw_lines[-1] == newline[:0]:
                 raw_lines.pop()
             else:
                 raw_lines = raw_lines[:-1]  # a torn last line: reported by the segment checks

@@ -120,3 +120,46 @@ def test_broker_history_ends_with_the_brokers_the_last_controller_knows(generate
     assert final.active
     still_up = {iv["broker"] for iv in replayed.tables["broker_intervals"] if iv["end"] is None and iv["state"] == "up"}
     assert still_up == set(final.brokers.keys())
+
+
+def test_a_head_segment_read_by_its_task_folds_as_the_text_spark_hands_over(generated):
+    """The Spark job's fold tasks read local head segments themselves, as bytes
+    (`tasks.read_segment`), and otherwise get the text Spark read: both fold to the same rows,
+    for closed (.gz) and open segments alike, and a line whose byte was flipped is left to the
+    line checks in both."""
+    import shutil
+
+    from replay import tasks
+    from replay.plan import plan_units
+
+    root = generated[0]
+    summaries = local.scan([root])[0]
+    units = plan_units(summaries)[0]
+    heads = ([u for u in units if u.head_path.endswith(".gz")][:2]
+             + [u for u in units if u.head_path.endswith(".jsonl")][:1])
+    assert len(heads) == 3
+    meta = {u.unit: {**u._asdict(), "uid": f"u{u.unit}"} for u in heads}
+    display = {u.journal: u.journal for u in heads}
+    flipped = heads[-1].head_path + ".flipped"
+    shutil.copy(heads[-1].head_path, flipped)
+    data = bytearray(open(flipped, "rb").read())
+    third = data.index(b"\n", data.index(b"\n") + 1) + 40
+    data[third] ^= 0x01  # (a digit or letter of the third line: still valid UTF-8)
+    open(flipped, "wb").write(bytes(data))
+    meta[heads[-1].unit] = {**meta[heads[-1].unit], "head_path": flipped}
+
+    def folded(read):
+        paths = [u.head_path for u in heads[:-1]] + [flipped]
+        of_head = dict(zip(paths, (u.unit for u in heads)))
+        rows = []
+        for kind, row, uid, day in tasks.fold_files(((p, read(p)) for p in paths), of_head, meta, display, {}):
+            row = {k: v for k, v in row.items() if not k.endswith("_seconds") and k != "replay_us"}
+            rows.append((kind, json.dumps(row, sort_keys=True, default=str), uid, day))
+        return rows
+
+    as_bytes = folded(tasks.read_segment)
+    as_text = folded(lambda p: tasks.read_segment(p).decode())
+    assert as_bytes == as_text
+    kinds = [k for k, *_ in as_bytes]
+    assert kinds.count("unit") == 3 and "timeline" in kinds and "event" in kinds
+    assert tasks.read_segment(heads[0].head_path).startswith(b'{"crc":')

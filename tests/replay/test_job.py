@@ -117,10 +117,11 @@ def test_local_job_passes_and_agrees_with_the_plain_replay(spark, journal, expec
 
 
 def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, journal, tmp_path):
-    """With a local --out the fold tasks write the big tables' files themselves (pyarrow); the
-    tables then hold exactly the rows, types and partition values (journal, date, unit) that
-    Spark's writer gives them, also for journal names Spark escapes in directory names ("="),
-    under a directory whose name a URI must escape (" ", "+", "#")."""
+    """With a local --out the fold tasks write the big tables' files themselves (pyarrow), and
+    read their local head segments themselves; the tables then hold exactly the rows, types and
+    partition values (journal, date, unit) that Spark's reader and writer give them, also for
+    journal names Spark escapes in directory names ("="), under a directory whose name a URI
+    must escape (" ", "+", "#")."""
     from replay import job
 
     root = tmp_path / "journals of a+b #2"
@@ -132,7 +133,7 @@ def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, 
     (left / "part-00000-fold.snappy.parquet").write_bytes(b"a run stopped while writing this")
     for direct in (True, False):
         out = tmp_path / f"out-{direct}"
-        assert job.run(spark, str(root), str(out), quiet=True, direct_writes=direct) == 0
+        assert job.run(spark, str(root), str(out), quiet=True, direct_io=direct) == 0
         runs[direct] = out
     staged = list(runs[True].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
     assert staged and not list(runs[False].glob("*/*/*/unit=*/part-00000-fold.snappy.parquet"))
