@@ -488,7 +488,12 @@ class ZkSession:
         return self._rel(created)
 
     async def ensure_path(self, path: str) -> None:
-        """Create `path` and its missing ancestors (no data), tolerating concurrent creators."""
+        """Create `path` and its missing ancestors (no data), tolerating concurrent creators.
+        The whole path is looked up first: it almost always exists, and one round trip then
+        does instead of one per level (a new controller ensures five paths two levels deep
+        before it arms its watches, on the way to its first decision)."""
+        if await self.exists(path) is not None:
+            return
         parts = [seg for seg in path.split("/") if seg]
         current = ""
         for seg in parts:

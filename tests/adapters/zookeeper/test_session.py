@@ -233,6 +233,27 @@ async def test_single_operations_and_errors(zk):
     assert await zk.get_children("/") == []
 
 
+async def test_ensure_path_looks_an_existing_path_up_once_and_creates_what_is_missing(zk, monkeypatch):
+    looked_up = []
+    real = zk.exists
+
+    async def exists(path, watch=False):
+        looked_up.append(path)
+        return await real(path, watch)
+
+    monkeypatch.setattr(zk, "exists", exists)
+    await zk.ensure_path("/p/q/r")
+    assert await real("/p/q/r") is not None
+    assert looked_up == ["/p/q/r", "/p", "/p/q", "/p/q/r"]
+    looked_up.clear()
+    await zk.ensure_path("/p/q/r")
+    assert looked_up == ["/p/q/r"]  # one round trip, not one per level
+    looked_up.clear()
+    await zk.ensure_path("/p/q/s/t")
+    assert looked_up[0] == "/p/q/s/t" and await real("/p/q/s/t") is not None
+    await zk.delete_recursive("/p")
+
+
 async def test_get_many_pipelines_reads(zk):
     paths = [f"/p/{i}" for i in range(3000)]
     versions, conflicts = await zk.write_partition_states(None, [(p, b"v%d" % i, -1) for i, p in enumerate(paths)])
