@@ -235,3 +235,28 @@ def test_journals_of_two_clusters_are_refused_in_one_line(spark, journal, tmp_pa
     assert len(lines) == 2 and all(ln.startswith("error: the journals belong to 2 clusters: ") for ln in lines)
     assert other.cluster_id in lines[0] and "cluster-x/node-" in lines[0] and "cluster-y/node-" in lines[0]
     assert not (tmp_path / "out" / "findings").exists()
+
+
+def test_fold_units_are_packed_into_tasks_of_about_equal_size(tmp_path):
+    """Each fold task reads several head segments (`job._packed`): every segment in exactly one
+    task, no more tasks than asked for, the largest first, and no task more than one segment
+    heavier than the lightest."""
+    import random
+
+    from replay import job
+
+    rng = random.Random(5)
+    sizes = [rng.choice((1, 50, 400, 3000, 20_000)) + rng.randrange(100) for _ in range(57)]
+    paths = []
+    for k, size in enumerate(sizes):
+        p = tmp_path / f"segment-{k:020d}.jsonl"
+        p.write_bytes(b"x" * size)
+        paths.append(str(p))
+    for tasks in (1, 4, 8, 57, 100):
+        groups = job._packed(paths, tasks)
+        assert len(groups) == min(tasks, len(paths))
+        assert sorted(p for g in groups for p in g) == sorted(paths)
+        weights = [sum(job._size(p) for p in g) for g in groups]
+        assert weights == sorted(weights, reverse=True)
+        assert weights[0] - weights[-1] <= max(sizes)
+    assert job._packed([], 8) == []
