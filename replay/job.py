@@ -44,7 +44,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from pyspark.storagelevel import StorageLevel  # noqa: E402
 
 from replay import carry, checkpoint, history, package, report  # noqa: E402
-from replay.plan import INF, SegmentSummary, Unit, check_segments, mixed_clusters, plan_units  # noqa: E402
+from replay.plan import INF, SegmentSummary, Unit, check_segments, finding, mixed_clusters, plan_units  # noqa: E402
 from replay.tasks import BIG, WALK_SCHEMA  # noqa: E402
 
 TABLES = {
@@ -267,22 +267,50 @@ class _Store:
 
 
 def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[str, int],
-          known: dict[str, checkpoint.Hashed]) -> list[checkpoint.Hashed]:
+          known: dict[str, checkpoint.Hashed]) -> tuple[list[checkpoint.Hashed], list[tuple[str, str, int]]]:
     """The content hash of every listed segment (decompressed text), and of the prefix the
     manifest recorded, on the executors; the segments in `known` (unchanged on disk since they
-    were audited, `Manifest.unchanged_on_disk`) are not read."""
+    were audited, `Manifest.unchanged_on_disk`) are not read. Returns the hashes and the listed
+    segments Spark could not read (a truncated .gz), which nothing reads after this: a finding
+    (`_unreadable`), not the end of the job. (Only here: the job's own tables, read later, must
+    not be skipped silently.)"""
     todo = [p for p, _, _ in listed if p not in known]
     if not todo:
-        return [known[p] for p, _, _ in listed]
+        return [known[p] for p, _, _ in listed], []
     pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
-    rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
-            .join(F.broadcast(pref), "path", "left")
-            .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
-                    F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
-                    .alias("prefix")).collect())
+    saved = spark.conf.get("spark.sql.files.ignoreCorruptFiles")
+    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
+    try:
+        rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
+                .join(F.broadcast(pref), "path", "left")
+                .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
+                        F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
+                        .alias("prefix")).collect())
+    finally:
+        spark.conf.set("spark.sql.files.ignoreCorruptFiles", saved)
     got = {r["path"]: r for r in rows}
-    return [known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
-            for p, j, n in listed]
+    return ([known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
+             for p, j, n in listed if p in known or p in got],
+            [(p, j, n) for p, j, n in listed if p not in known and p not in got])
+
+
+def _unreadable(segments: list[tuple[str, str, int]], display) -> tuple[list[SegmentSummary], list[dict]]:
+    """Segments Spark could not read, as `replay.local` reports them: each a summary of no lines
+    (so that the records it held are reported missing, and its neighbours checked as usual) and
+    a `corrupt-record` finding on its line 1, with the reader's error where this process can
+    read the file itself."""
+    from replay import local
+
+    summaries, findings = [], []
+    for path, journal, name_seq in segments:
+        why = "Spark could not read it (a truncated or corrupt .gz?)"
+        if _is_local(path):
+            error = local._lines(Path(path))[2]
+            why = error if error is not None else why
+        summaries.append(SegmentSummary(journal, path, name_seq, 0, False, None, None, None, None, None))
+        findings.append(finding("corrupt-record", "violation", f"cannot read the segment: {why}",
+                                journal=display(journal), file=path, line=1))
+    return summaries, findings
 
 
 def _unstage(stage: str, out: str) -> None:
@@ -590,7 +618,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
     display = {j: _display(root, j) for _, j, _ in listed}
     unchanged = manifest.unchanged_on_disk(listed, on_disk)
-    hashed = _hash(spark, listed, manifest.prefix_lengths(listed), unchanged)
+    hashed, unreadable = _hash(spark, listed, manifest.prefix_lengths(listed), unchanged)
     status, _ = manifest.classify(hashed, display.get)
     if closed_only:
         still_open = {p for p, _, _ in listed} - checkpoint.closed(listed)
@@ -601,6 +629,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     last_segment: dict[str, int] = {}
     for h in hashed:
         last_segment[h.journal] = max(last_segment.get(h.journal, -1), h.name_seq)
+    for _, journal, name_seq in unreadable:
+        last_segment[journal] = max(last_segment.get(journal, -1), name_seq)
     is_last = {h.path: h.name_seq == last_segment[h.journal] for h in hashed}
     rescan = [h for h in hashed if status[h.path] != "known"
               or manifest.segments[checkpoint.seg_key(h.journal, h.name_seq)]["last"] != is_last[h.path]]
@@ -632,10 +662,13 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     for h in hashed:
         seen = manifest.segments[checkpoint.seg_key(h.journal, h.name_seq)]
         seen["file"], seen["last"], seen["disk"] = h.path, is_last[h.path], on_disk[h.path]
-    driver_findings = list(manifest.changes) + check_segments(summaries, display.get)
+    lost, lost_findings = _unreadable(unreadable, display.get)
+    summaries += lost
+    driver_findings = list(manifest.changes) + lost_findings + check_segments(summaries, display.get)
     units, plan_findings = plan_units(summaries, display.get)
     driver_findings += plan_findings
-    keys = checkpoint.unit_keys(units, summaries, {h.path: h.sha for h in hashed})
+    keys = checkpoint.unit_keys(units, summaries, {**{h.path: h.sha for h in hashed},
+                                                   **{p: "unreadable" for p, _, _ in unreadable}})
     uids = {n: checkpoint.unit_id(k) for n, k in keys.items()}
     execute = [u for u in units if keys[u.unit] not in manifest.units]
     marks["read, check and plan"] = time.perf_counter() - started - marks["hash"]
@@ -646,7 +679,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     local_out = store.local_dir if direct_io else None
     stage = f"{local_out}/{STAGING}/{int(time.time() * 1000)}" if local_out is not None and execute else None
     if execute:
-        extra = sorted(checkpoint.reads_of(execute, units, summaries) - rescan_paths)
+        extra = sorted(checkpoint.reads_of(execute, units, summaries) - rescan_paths - {p for p, _, _ in unreadable})
         source = lines if not extra else (_lines(spark, extra) if lines is None
                                           else lines.unionByName(_lines(spark, extra)))
         folded = _fold(spark, source, execute, display, uids, stage, own_reads=direct_io)

@@ -151,6 +151,29 @@ def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, 
                 p for p in journal.iterdir() if p.is_dir())[1:]}, name
 
 
+def test_a_truncated_closed_segment_is_a_finding_as_the_plain_replay_reports_it(spark, journal, tmp_path):
+    """A .gz segment cut in half (a disk or a copy that failed) cannot be read at all: the job
+    does not stop there, it reports the segment on line 1 with the reader's error, the records
+    it held as missing, and goes on with the rest, as `replay.local` does."""
+    from replay import job
+
+    root = copy_tree(journal, tmp_path / "j")
+    node = max((d for d in root.iterdir() if d.is_dir()), key=lambda d: len(list_segments(d)))
+    segments = list_segments(node)
+    cut = next(s.path for s in segments[1:-1] if s.compressed)
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    expected = plain_replay(root)
+    out = tmp_path / "out"
+    assert job.run(spark, str(root), str(out), quiet=True) == 1
+    findings = parquet_rows(spark, out / "findings")
+    corrupt = [f for f in findings if f["rule"] == "corrupt-record"]
+    assert [(f["file"], f["line"], f["severity"]) for f in corrupt] == [(str(cut), 1, "violation")]
+    assert corrupt[0]["detail"].startswith("cannot read the segment: Compressed file ended")
+    assert any(f["rule"] == "missing-records" for f in findings)
+    assert sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]] for f in findings) == \
+        expected["findings"]
+
+
 def test_usage_errors_exit_2(spark, tmp_path):
     from replay import job
 
