@@ -305,7 +305,7 @@ def _unreadable(segments: list[tuple[str, str, int]], display) -> tuple[list[Seg
     for path, journal, name_seq in segments:
         why = "Spark could not read it (a truncated or corrupt .gz?)"
         if _is_local(path):
-            error = local._lines(Path(path))[2]
+            error = local.segment_lines(Path(path))[2]
             why = error if error is not None else why
         summaries.append(SegmentSummary(journal, path, name_seq, 0, False, None, None, None, None, None))
         findings.append(finding("corrupt-record", "violation", f"cannot read the segment: {why}",
@@ -418,8 +418,9 @@ def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], d
 
 def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uids: dict[int, str],
           stage: str | None = None, own_reads: bool = True) -> DataFrame:
-    """Re-execute the given units: one task per unit, reading the unit's head segment itself;
-    the few records of a unit that lie in other segments (the tail of a batch before a roll, or
+    """Re-execute the given units: a task folds about `UNITS_PER_TASK` of them, each from its
+    head segment, when the tasks can read those themselves, else one unit per task from the text
+    Spark read; the few records of a unit that lie in other segments (the tail of a batch before a roll, or
     every record of a segment without a snapshot head) are looked up first and broadcast.
     Returns the fold batches (`FOLD_SCHEMA`), persisted. With `stage` (a local directory), the
     tasks write the big row sets there as Parquet files themselves (`tasks.stage_files`) and

@@ -9,7 +9,6 @@ stitching and audit functions as `replay.job`.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import sys
 import zlib
@@ -20,13 +19,15 @@ from .fold import UnitFold
 from adapters.journal.format import InvalidRecord, find_journals, list_segments
 from .collector import gc_paused
 from .records import verify_line
+from .tasks import read_segment
 from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, trailing_unit, unit_of
 
 
-def _lines(path: Path) -> tuple[list[bytes], bool, str | None]:
-    """The lines of a segment (without "\\n"), whether the last one is torn, and a read error."""
+def segment_lines(path: Path) -> tuple[list[bytes], bool, str | None]:
+    """The lines of a segment (without "\\n"), whether the last one is torn, and a read error
+    (the Spark job asks it for the error of a segment Spark could not read)."""
     try:
-        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+        data = read_segment(str(path))
     except (OSError, EOFError, zlib.error) as exc:
         return [], False, str(exc)
     lines = data.split(b"\n")
@@ -68,7 +69,7 @@ def scan(roots):
         for k, seg in enumerate(segments):
             last_segment = k == len(segments) - 1
             path = str(seg.path)
-            lines, torn, error = _lines(seg.path)
+            lines, torn, error = segment_lines(seg.path)
             if error is not None:
                 findings.append(finding("corrupt-record", "violation", f"cannot read the segment: {error}",
                                         journal=journal, file=path, line=1))
