@@ -146,7 +146,9 @@ def on_controlled_shutdown(d: Draft, broker_id: int) -> bool:
     # down replicas), StopReplica of every followed partition, then the LeaderAndIsr of each
     # followed partition to its other replicas (dead ones too, as replicas._to_offline sends)
     f_tps = [tps[k] for k in fol.tolist()]
-    told = V.member(l_reps, everyone) if gone is None else V.member(l_reps, everyone) & ~gone
+    told = V.member(l_reps, everyone)
+    if gone is not None:
+        told &= ~gone
     sent = np.concatenate((told, (f_reps != PAD) & ~at))
     both = l_tps + f_tps
     for b, rows in by_broker(np.concatenate((l_reps, f_reps)), sent):

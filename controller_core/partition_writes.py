@@ -73,20 +73,17 @@ class PartitionWrites(ColumnRows):
         place = {tp: i for i, tp in enumerate(self.tps)}
         at = np.fromiter((place.get(tp, -1) for tp in later.tps), np.intp, len(later.tps))
         again = at >= 0
-        isr = padded(self.isr)
-        later_isr = padded(later.isr)
-        columns = {name: getattr(self, name) for name in ("leader", "leader_epoch", "controller_epoch")}
-        if again.any():
-            columns = {name: col.copy() for name, col in columns.items()}
-            isr = isr.copy()
-            for name, col in columns.items():
-                col[at[again]] = getattr(later, name)[again]
-            isr[at[again]] = later_isr[again]
         fresh = ~again
+
+        def merged(first: np.ndarray, second: np.ndarray, later_state: bool = True) -> np.ndarray:
+            if later_state and again.any():  # (a partition written twice takes the later state)
+                first = first.copy()
+                first[at[again]] = second[again]
+            return np.concatenate((first, second[fresh]))
+
         tps = list(self.tps) + [tp for tp, f in zip(later.tps, fresh.tolist()) if f]
-        return PartitionWrites(tps, *(np.concatenate((columns[name], getattr(later, name)[fresh]))
-                                      for name in ("leader", "leader_epoch")),
-                               np.concatenate((isr, later_isr[fresh])),
-                               np.concatenate((columns["controller_epoch"], later.controller_epoch[fresh])),
-                               *(np.concatenate((getattr(self, name), getattr(later, name)[fresh]))
-                                 for name in ("zk_version", "expected")))
+        return PartitionWrites(tps, merged(self.leader, later.leader), merged(self.leader_epoch, later.leader_epoch),
+                               merged(padded(self.isr), padded(later.isr)),
+                               merged(self.controller_epoch, later.controller_epoch),
+                               merged(self.zk_version, later.zk_version, later_state=False),
+                               merged(self.expected, later.expected, later_state=False))

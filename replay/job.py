@@ -26,6 +26,7 @@ Stages (what runs where):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -278,20 +279,28 @@ def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[
     if not todo:
         return [known[p] for p, _, _ in listed], []
     pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
-    saved = spark.conf.get("spark.sql.files.ignoreCorruptFiles")
-    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
-    try:
+    with _conf(spark, "spark.sql.files.ignoreCorruptFiles", "true"):
         rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
                 .join(F.broadcast(pref), "path", "left")
                 .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
                         F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
                         .alias("prefix")).collect())
-    finally:
-        spark.conf.set("spark.sql.files.ignoreCorruptFiles", saved)
     got = {r["path"]: r for r in rows}
     return ([known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
              for p, j, n in listed if p in known or p in got],
             [(p, j, n) for p, j, n in listed if p not in known and p not in got])
+
+
+@contextlib.contextmanager
+def _conf(spark: SparkSession, key: str, value: str):
+    """The session's setting `key` is `value` inside (the actions run there read it), as it was
+    after."""
+    saved = spark.conf.get(key)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        spark.conf.set(key, saved)
 
 
 def _unreadable(segments: list[tuple[str, str, int]], display) -> tuple[list[SegmentSummary], list[dict]]:
@@ -480,24 +489,21 @@ def _fold(spark: SparkSession, lines: DataFrame, units: list, display: dict, uid
     if own_reads and all(_is_local(p) for p in heads):
         # On the local file system the tasks read their head segments themselves: Spark's
         # whole-text read decompressed each in the JVM, held its text on the heap and handed it
-        # over, about 35 ms of a task more than Python's own read (80 segments of the
-        # million-event journal, warm: 5.2 s against 3.9 s). And a task folds several units:
-        # a Python task costs Spark some 65 ms besides its work here (a journal of 1,200 events
-        # in 33 units folded in 4.2-4.7 s as 33 tasks, 2.6-3.0 s as 8).
+        # over, about 30 ms of a task more than Python's own read (80 segments of the
+        # million-event journal, warm: 5.2 s against 3.9 s). And a task folds several units: a
+        # Python task costs Spark about 70 ms besides its work here (one that only read its
+        # segment took 97 ms, 24 of them in Python; a journal of 1,200 events in 33 units folded
+        # in 4.2-4.7 s as 33 tasks, 2.6-3.0 s as 8).
         groups = _packed(heads, max(4 * sc.defaultParallelism, -(-len(heads) // UNITS_PER_TASK)))
         head_files = spark.createDataFrame(
             sc.parallelize(groups, len(groups)).flatMap(lambda paths: [(p,) for p in paths]), "path STRING")
-        folded = head_files.mapInArrow(fold_task, FOLD_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-        folded.count()
-        return folded
-    saved = spark.conf.get("spark.sql.files.openCostInBytes")
-    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
-    try:
+        setting = contextlib.nullcontext()
+    else:
         head_files = _whole_files(spark, [_uri(p) for p in heads]).select("path", "value")
+        setting = _conf(spark, "spark.sql.files.openCostInBytes", str(1 << 40))  # one segment file per task
+    with setting:
         folded = head_files.mapInArrow(fold_task, FOLD_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-        folded.count()  # folds now, while one file per task holds
-    finally:
-        spark.conf.set("spark.sql.files.openCostInBytes", saved)
+        folded.count()  # folds now (while one file per task holds)
     return folded
 
 
@@ -509,10 +515,11 @@ enough to spread Spark's cost per task, few enough that the groups stay about eq
 def _packed(paths: list[str], tasks: int) -> list[list[str]]:
     """`paths` in at most `tasks` groups of about equal size on disk (each next file, largest
     first, to the group holding least), the largest group first: one group is one task."""
+    size = {p: _size(p) for p in paths}
     groups: list[list] = [[0, []] for _ in range(min(tasks, len(paths)))]
-    for p in sorted(paths, key=lambda p: (-_size(p), p)):
+    for p in sorted(paths, key=lambda p: (-size[p], p)):
         least = min(groups, key=lambda g: g[0])
-        least[0] += _size(p)
+        least[0] += size[p]
         least[1].append(p)
     return [g[1] for g in sorted(groups, key=lambda g: -g[0])]
 
@@ -599,8 +606,8 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # partition values ("2026-11-25", a unit id of hex digits) stay strings
     spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
     # the segments are named one by one (a journal of a million events: 221 of them); above 32
-    # paths Spark lists them with a job of one task per path, 1-1.6 s each time the job reads
-    # them (four times), where the driver's own listing takes milliseconds
+    # paths Spark lists them with a job of one task per path each time the job reads them (four
+    # jobs, 3.8 s in all on that journal), where the driver's own listing takes milliseconds
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(1 << 16))
     store = _Store(spark, out)
     try:
