@@ -54,6 +54,16 @@ def rewrite(path: Path, line: int, record: dict) -> None:
     write_lines(path, lines)
 
 
+def with_checksum(record: dict) -> bytes:
+    """A record line (without "\\n") whose checksum matches, whatever the record holds: for
+    faults the checksum cannot catch (a missing field, a wrong type, another key order)."""
+    import zlib
+
+    rest = json.dumps({k: v for k, v in record.items() if k != "crc"}, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+    return b'{"crc":"%08x",' % zlib.crc32(rest) + rest[1:]
+
+
 def flip_byte(path: Path, line: int, column: int = 60) -> None:
     lines = read_lines(path)
     raw = bytearray(lines[line - 1])

@@ -16,7 +16,7 @@ import pytest
 
 from adapters.journal.format import list_segments
 
-from .helpers import ROOT, copy_tree, flip_byte, generate_subprocess
+from .helpers import ROOT, copy_tree, flip_byte, generate_subprocess, read_lines, with_checksum, write_lines
 
 pytestmark = pytest.mark.spark
 
@@ -172,6 +172,80 @@ def test_a_truncated_closed_segment_is_a_finding_as_the_plain_replay_reports_it(
     assert any(f["rule"] == "missing-records" for f in findings)
     assert sorted([f["severity"], f["rule"], f["journal"], f["file"], f["line"], f["seq"]] for f in findings) == \
         expected["findings"]
+
+
+def test_the_python_line_scan_checks_each_line_as_the_sql_scan_does(spark, journal, tmp_path):
+    """With local segments the job checks their lines in Python tasks (replay/scan.py); Spark
+    SQL checks them elsewhere (`job._lines`). Both give the same rows on a journal with damage
+    of every kind planted, but for two things the Python scan does as `replay.local` does: a
+    line that is not ok carries no seq, type or event seq (the SQL keeps what `from_json` could
+    parse), and a record whose type is not a string is not ok (`from_json` makes a string of it)."""
+    from replay import job
+    from replay.records import verify_line
+
+    root = copy_tree(journal, tmp_path / "j")
+    nodes = sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: -len(list_segments(d)))
+    assert len(list_segments(nodes[0])) >= 3
+    seg = list_segments(nodes[0])[1].path
+    lines = read_lines(seg)
+    recs = [json.loads(line) for line in lines]
+    out = list(lines)
+
+    def planted(i, change):
+        record = {k: v for k, v in recs[i].items() if k != "crc"}
+        out[i] = with_checksum(change(record) or record)
+
+    planted(2, lambda r: r.pop("at") and None)  # a field missing
+    planted(3, lambda r: r.update(seq=str(r["seq"])))  # an int as a string
+    planted(4, lambda r: r.update(v=True))  # a bool posing as an int
+    planted(5, lambda r: r.update(type=5))  # the type not a string
+    planted(6, lambda r: {"body": r["body"], **{k: v for k, v in r.items() if k != "body"}})  # another key order
+    planted(7, lambda r: r.update(seq=1 << 64))  # beyond 64 bits
+    planted(8, lambda r: r.update(controller_id=1.5))
+    planted(9, lambda r: r.update(body={"x": "t\u00e9st \u2603", **r["body"]}))  # not ASCII: still ok
+    assert out[10][8:16] != out[10][8:16].upper()
+    out[10] = out[10][:8] + out[10][8:16].upper() + out[10][16:]  # the checksum right, but in capitals
+    out[11] = b""
+    flipped = bytearray(out[12])
+    flipped[40] ^= 1
+    out[12] = bytes(flipped)
+    effects = [i for i in range(13, len(recs)) if recs[i]["type"] == "effects"]
+    planted(effects[0], lambda r: r.update(body={**r["body"], "event_seq": str(r["body"]["event_seq"])}))
+    planted(effects[1], lambda r: r.update(body={k: v for k, v in r["body"].items() if k != "event_seq"}))
+    write_lines(seg, out)
+    last = list_segments(nodes[0])[-1].path
+    tail = read_lines(last)
+    tail[-1] = tail[-1][:30] + b"\0" * 20  # unwritten space at the tail
+    write_lines(last, tail)
+    torn = list_segments(nodes[-1])[-1].path
+    assert not torn.name.endswith(".gz")
+    torn.write_bytes(torn.read_bytes()[:-40])  # no newline after the last line
+
+    paths = [str(s.path) for node in nodes for s in list_segments(node)]
+    key = ("path", "line")
+    sql = {tuple(r[k] for k in key): r.asDict() for r in job._lines(spark, paths).collect()}
+    own = {tuple(r[k] for k in key): r.asDict() for r in job._own_lines(spark, paths).collect()}
+    assert own.keys() == sql.keys() and len(own) > 2000
+    type_not_str = (str(seg), 6)
+    assert sql[type_not_str]["ok"] and sql[type_not_str]["type"] == "5" and not own[type_not_str]["ok"]
+    with pytest.raises(ValueError, match="field 'type' is int"):
+        verify_line(out[5])
+    differ = []
+    for k, s in sql.items():
+        o = own[k]
+        if not s["ok"] and k != type_not_str:
+            assert o["seq"] is None and o["type"] is None and o["event_seq"] is None, k
+            s = {**s, "seq": None, "type": None, "event_seq": None}
+        if k != type_not_str and o != s:
+            differ.append((s, o))
+    assert differ == []
+    bad = sorted(k[1] for k, r in own.items() if k[0] == str(seg) and not r["ok"])
+    assert bad == [3, 4, 5, 6, 8, 9, 11, 12, 13]
+    assert own[(str(seg), 7)]["ok"] and own[(str(seg), 10)]["ok"]  # another key order; not ASCII
+    assert own[(str(seg), effects[0] + 1)]["ok"] and own[(str(seg), effects[0] + 1)]["event_seq"] is None
+    assert [r["line"] for r in own.values() if r["torn"]] == [len(read_lines(torn)) + 1]
+    assert own[(str(last), len(tail))]["has_nul"] and not own[(str(last), len(tail))]["ok"]
+    assert sum(r["cluster_id"] is not None for r in own.values()) >= len(nodes)
 
 
 def test_usage_errors_exit_2(spark, tmp_path):
