@@ -268,27 +268,41 @@ class _Store:
 
 
 def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[str, int],
-          known: dict[str, checkpoint.Hashed]) -> tuple[list[checkpoint.Hashed], list[tuple[str, str, int]]]:
+          known: dict[str, checkpoint.Hashed], own_reads: bool = True
+          ) -> tuple[list[checkpoint.Hashed], list[tuple[str, str, int]]]:
     """The content hash of every listed segment (decompressed text), and of the prefix the
     manifest recorded, on the executors; the segments in `known` (unchanged on disk since they
     were audited, `Manifest.unchanged_on_disk`) are not read. Returns the hashes and the listed
     segments Spark could not read (a truncated .gz), which nothing reads after this: a finding
     (`_unreadable`), not the end of the job. (Only here: the job's own tables, read later, must
-    not be skipped silently.)"""
+    not be skipped silently.) With `own_reads`, Python tasks read local segments themselves
+    (`_own_hash`)."""
     todo = [p for p, _, _ in listed if p not in known]
     if not todo:
         return [known[p] for p, _, _ in listed], []
-    pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
-    with _conf(spark, "spark.sql.files.ignoreCorruptFiles", "true"):
-        rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
-                .join(F.broadcast(pref), "path", "left")
-                .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
-                        F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
-                        .alias("prefix")).collect())
-    got = {r["path"]: r for r in rows}
+    if own_reads and all(_is_local(p) for p in todo):
+        rows = _own_hash(spark, todo, prefix)
+    else:
+        pref = spark.createDataFrame(list(prefix.items()), "path STRING, pchars INT")
+        with _conf(spark, "spark.sql.files.ignoreCorruptFiles", "true"):
+            rows = (_whole_files(spark, [_uri(p) for p in todo]).select("path", "value")
+                    .join(F.broadcast(pref), "path", "left")
+                    .select("path", F.sha2("value", 256).alias("sha"), F.length("value").alias("chars"),
+                            F.when(F.col("pchars").isNotNull(), F.sha2(F.expr("substring(value, 1, pchars)"), 256))
+                            .alias("prefix")).collect())
+    got = {r["path"]: r for r in rows if r["sha"] is not None}
     return ([known[p] if p in known else checkpoint.Hashed(p, j, n, got[p]["sha"], got[p]["chars"], got[p]["prefix"])
              for p, j, n in listed if p in known or p in got],
             [(p, j, n) for p, j, n in listed if p not in known and p not in got])
+
+
+def _own_hash(spark: SparkSession, paths: list[str], prefix: dict[str, int]) -> list[dict]:
+    """`_hash`'s rows from Python tasks (replay/scan.py `hash_arrow`); a segment that cannot be
+    read has no hash."""
+    from .scan import HASH_SCHEMA
+
+    return [r.asDict() for r in _segment_tasks(spark, [(p, prefix.get(p)) for p in paths], "path STRING, pchars BIGINT",
+                                               "hash_arrow", HASH_SCHEMA).collect()]
 
 
 @contextlib.contextmanager
@@ -359,25 +373,34 @@ SEGMENTS_PER_SCAN_TASK = 8
 
 
 def _own_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """`_lines` from Python tasks (replay/scan.py) that read about `SEGMENTS_PER_SCAN_TASK`
-    local segments each: on the million-event journal the SQL scan's executors spent about 12 us
-    of JVM CPU a line (its split into rows, the checksum expression, `from_json` of each header)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
+    """`_lines` from Python tasks (replay/scan.py `lines_arrow`): on the million-event journal
+    the SQL scan's executors spent about 12 us of JVM CPU a line (its split into rows, the
+    checksum expression, `from_json` of each header)."""
     from .scan import LINES_SCHEMA
 
+    return _segment_tasks(spark, [(p, p.rsplit("/", 1)[0], _name_seq(p)) for p in paths],
+                          "path STRING, journal STRING, name_seq BIGINT", "lines_arrow", LINES_SCHEMA)
+
+
+def _segment_tasks(spark: SparkSession, rows: list[tuple], schema: str, task: str, out_schema: str) -> DataFrame:
+    """`out_schema` rows from Python tasks that each read about `SEGMENTS_PER_SCAN_TASK` local
+    segments, grouped by size on disk (`_packed`): `rows` are the segments' input rows (the
+    path first) and `task` the function of replay/scan.py that reads and answers them."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     sc = spark.sparkContext
-    schema = to_arrow_schema(spark.createDataFrame([], LINES_SCHEMA).schema)
-    groups = _packed(paths, max(4 * sc.defaultParallelism, -(-len(paths) // SEGMENTS_PER_SCAN_TASK)))
-    named = sc.parallelize([[(p, p.rsplit("/", 1)[0], _name_seq(p)) for p in group] for group in groups],
-                           len(groups)).flatMap(lambda group: group)
+    arrow_schema = to_arrow_schema(spark.createDataFrame([], out_schema).schema)
+    row_of = {r[0]: r for r in rows}
+    groups = _packed(list(row_of), max(4 * sc.defaultParallelism, -(-len(row_of) // SEGMENTS_PER_SCAN_TASK)))
 
-    def scan_task(batches):
-        from replay.scan import lines_arrow
+    def run(batches):
+        from replay import scan
 
-        return lines_arrow(batches, schema)
+        return getattr(scan, task)(batches, arrow_schema)
 
-    return spark.createDataFrame(named, "path STRING, journal STRING, name_seq BIGINT").mapInArrow(scan_task, LINES_SCHEMA)
+    return (spark.createDataFrame(sc.parallelize([[row_of[p] for p in g] for g in groups], len(groups))
+                                  .flatMap(lambda group: group), schema)
+            .mapInArrow(run, out_schema))
 
 
 def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -661,7 +684,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     listed = [(f, f.rsplit("/", 1)[0], _name_seq(f)) for f in files]
     display = {j: _display(root, j) for _, j, _ in listed}
     unchanged = manifest.unchanged_on_disk(listed, on_disk)
-    hashed, unreadable = _hash(spark, listed, manifest.prefix_lengths(listed), unchanged)
+    hashed, unreadable = _hash(spark, listed, manifest.prefix_lengths(listed), unchanged, direct_io)
     status, _ = manifest.classify(hashed, display.get)
     if closed_only:
         still_open = {p for p, _, _ in listed} - checkpoint.closed(listed)

@@ -1,10 +1,15 @@
-"""The Spark job's line scan done in Python tasks: every line of a segment with its checks, as
-the rows of `LINES_SCHEMA`, the same rows `replay.job._lines` computes with Spark SQL.
+"""The Spark job's first two reads of the segments done in Python tasks, when the segments are
+on the local file system (`job.run(direct_io=True)`): each task reads its segments itself
+(`tasks.read_segment`) where Spark's whole-text reader decompressed them in the JVM.
 
-Used when the segments are on the local file system (`job.run(direct_io=True)`): each task
-reads its segments itself (`tasks.read_segment`) and checks each line where the SQL scan split
-every file's text into rows in the JVM, checked each row with SQL expressions and parsed its
-header with `from_json`. The checks are the SQL scan's, line for line:
+- `hash_arrow`: each segment's content hash, length and the hash of the prefix an earlier run
+  audited (`job._hash`'s rows, for the checkpoint's manifest);
+- `lines_arrow`: every line of a segment with its checks, as the rows of `LINES_SCHEMA`, the
+  same rows `replay.job._lines` computes with Spark SQL (where every file's text was split into
+  rows in the JVM, each row checked with SQL expressions and its header parsed with
+  `from_json`).
+
+The line checks are the SQL scan's, line for line:
 
 - `crc_ok`: the line starts `{"crc":"<8 hex>",` and the hex is the lowercase CRC-32 of the line
   with its `"crc"` member cut out (adapters/journal/format.py);
@@ -120,6 +125,41 @@ def check_lines(data: bytes, loads) -> tuple[list, ...]:
         event_seqs.append(event_seq)
         clusters.append(cluster)
     return cols
+
+
+HASH_SCHEMA = "path STRING, sha STRING, chars BIGINT, prefix STRING, error STRING"
+
+
+def hash_arrow(batches, schema):
+    """Under `mapInArrow`: batches of (path, pchars) in (pchars: the length in characters of
+    the prefix to hash as well, or null), batches of `HASH_SCHEMA` out. The hash is SHA-256 of
+    the decompressed bytes, as Spark's `sha2` of the text; the length counts characters
+    (code points), as Spark's `length` does for UTF-8 text (bytes that are not UTF-8 count one
+    each here); a segment that cannot be read has its error instead."""
+    import hashlib
+    import zlib as _zlib
+
+    import pyarrow as pa
+
+    from .tasks import read_segment
+
+    for b in batches:
+        out = {f.name: [] for f in schema}
+        for path, pchars in zip(b.column("path").to_pylist(), b.column("pchars").to_pylist()):
+            try:
+                data = read_segment(path)
+            except (OSError, EOFError, _zlib.error) as exc:
+                row = (None, None, None, f"{exc}")
+            else:
+                text = data.decode("utf-8", "surrogateescape")
+                prefix = None
+                if pchars is not None:
+                    prefix = hashlib.sha256(text[:pchars].encode("utf-8", "surrogateescape")).hexdigest()
+                row = (hashlib.sha256(data).hexdigest(), len(text), prefix, None)
+            out["path"].append(path)
+            for name, value in zip(("sha", "chars", "prefix", "error"), row):
+                out[name].append(value)
+        yield pa.RecordBatch.from_arrays([pa.array(out[f.name], f.type) for f in schema], schema=schema)
 
 
 def lines_arrow(batches, schema):

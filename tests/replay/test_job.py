@@ -248,6 +248,38 @@ def test_the_python_line_scan_checks_each_line_as_the_sql_scan_does(spark, journ
     assert sum(r["cluster_id"] is not None for r in own.values()) >= len(nodes)
 
 
+def test_the_python_hash_of_local_segments_is_sparks(spark, journal, tmp_path):
+    """The content hashes the checkpoint compares (`job._hash`), from Python tasks reading local
+    segments and from Spark's reader: the same hash, length in characters and prefix hash, for
+    plain and .gz segments, text that is not ASCII, and the same unreadable segment."""
+    import gzip
+    import shutil
+
+    from replay import job
+
+    node = max((d for d in journal.iterdir() if d.is_dir()), key=lambda d: len(list_segments(d)))
+    segments = list_segments(node)
+    d = tmp_path / "node-9"
+    d.mkdir()
+    plain = next(s.path for s in segments if not s.compressed)
+    packed = next(s.path for s in segments if s.compressed)
+    shutil.copy(plain, d / plain.name)
+    shutil.copy(packed, d / packed.name)
+    accented = d / "segment-00000000000000900000.jsonl"
+    accented.write_bytes("caf\u00e9 \u2603 \U0001f600 line\n".encode() * 50)
+    cut = d / "segment-00000000000000900100.jsonl.gz"
+    cut.write_bytes(gzip.compress(plain.read_bytes())[:400])
+    listed = [(str(p), str(d), job._name_seq(str(p))) for p in sorted(d.iterdir())]
+    prefix = {str(accented): 77, str(d / packed.name): 1000}
+    sparks = job._hash(spark, listed, prefix, {}, own_reads=False)
+    own = job._hash(spark, listed, prefix, {}, own_reads=True)
+    assert own == sparks
+    hashed, unreadable = own
+    assert [p for p, _, _ in unreadable] == [str(cut)] and len(hashed) == 3
+    assert {h.path: h.chars for h in hashed}[str(accented)] == 50 * 14
+    assert all((h.prefix_sha is not None) == (h.path in prefix) for h in hashed)
+
+
 def test_usage_errors_exit_2(spark, tmp_path):
     from replay import job
 
