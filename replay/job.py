@@ -437,9 +437,11 @@ def _lines(spark: SparkSession, paths: list[str]) -> DataFrame:
                     .alias("cluster_id")))
 
 
-def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], display: dict[str, str]):
+def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], display: dict[str, str],
+          paths: list[str]):
     """Summaries, cluster ids and line findings (bad lines, seq out of place) of the scanned
-    segments, collected to the driver."""
+    segments `paths`, collected to the driver. An empty segment (a writer that stopped right
+    after creating it) has no line: a summary of none, as `replay.local` makes it."""
     summary_rows = lines.groupBy("journal", "path", "name_seq").agg(
         F.max("line").alias("lines"),
         F.max(F.col("torn").cast("int")).alias("torn"),
@@ -454,6 +456,11 @@ def _scan(spark: SparkSession, lines: DataFrame, last_segment: dict[str, int], d
                                            r["head_type"], r["head_seq"], r["second_type"], r["second_event_seq"],
                                            r["max_effects_event_seq"]) for r in summary_rows}
     clusters = {r["path"]: r["cluster_id"] for r in summary_rows}
+    for path in paths:
+        if path not in summaries:
+            summaries[path] = SegmentSummary(path.rsplit("/", 1)[0], path, _name_seq(path), 0, False,
+                                             None, None, None, None, None)
+            clusters[path] = None
     last_df = spark.createDataFrame(list(last_segment.items()), "journal STRING, last_name_seq BIGINT")
     disp_df = spark.createDataFrame(list(display.items()), "journal STRING, shown STRING")
     bad = (lines.filter(~F.col("torn") & (~F.col("ok") | (F.col("seq") != F.col("name_seq") + F.col("line") - 1)))
@@ -705,7 +712,7 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     # 2. lines and their checks, of the segments not audited yet (executors) ---------------------
     lines = _lines_of(spark, sorted(rescan_paths), direct_io).persist(StorageLevel.MEMORY_AND_DISK) if rescan else None
     new_summaries, new_clusters, new_line_findings = (
-        _scan(spark, lines, last_segment, display) if lines is not None else ({}, {}, {}))
+        _scan(spark, lines, last_segment, display, sorted(rescan_paths)) if lines is not None else ({}, {}, {}))
     summaries, cluster_ids, line_findings = [], [], []
     for h in hashed:
         if h.path in rescan_paths:

@@ -151,17 +151,23 @@ def test_the_fold_tasks_own_parquet_files_hold_what_sparks_writer_writes(spark, 
                 p for p in journal.iterdir() if p.is_dir())[1:]}, name
 
 
-def test_a_truncated_closed_segment_is_a_finding_as_the_plain_replay_reports_it(spark, journal, tmp_path):
+def test_truncated_and_empty_segments_are_reported_as_the_plain_replay_reports_them(spark, journal, tmp_path):
     """A .gz segment cut in half (a disk or a copy that failed) cannot be read at all: the job
     does not stop there, it reports the segment on line 1 with the reader's error, the records
-    it held as missing, and goes on with the rest, as `replay.local` does."""
+    it held as missing, and goes on with the rest, as `replay.local` does. An empty last
+    segment (a writer stopped right after creating it) is a segment of no lines, as there
+    (it used to end the job with a KeyError)."""
+    from adapters.journal.format import segment_name
     from replay import job
 
     root = copy_tree(journal, tmp_path / "j")
-    node = max((d for d in root.iterdir() if d.is_dir()), key=lambda d: len(list_segments(d)))
+    nodes = sorted((d for d in root.iterdir() if d.is_dir()), key=lambda d: -len(list_segments(d)))
+    node = nodes[0]
     segments = list_segments(node)
     cut = next(s.path for s in segments[1:-1] if s.compressed)
     cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    last = list_segments(nodes[1])[-1]
+    (nodes[1] / segment_name(last.first_seq + len(read_lines(last.path)))).touch()
     expected = plain_replay(root)
     out = tmp_path / "out"
     assert job.run(spark, str(root), str(out), quiet=True) == 1
