@@ -299,7 +299,7 @@ def _hash(spark: SparkSession, listed: list[tuple[str, str, int]], prefix: dict[
 def _own_hash(spark: SparkSession, paths: list[str], prefix: dict[str, int]) -> list[dict]:
     """`_hash`'s rows from Python tasks (replay/scan.py `hash_arrow`); a segment that cannot be
     read has no hash."""
-    from .scan import HASH_SCHEMA
+    from replay.scan import HASH_SCHEMA
 
     return [r.asDict() for r in _segment_tasks(spark, [(p, prefix.get(p)) for p in paths], "path STRING, pchars BIGINT",
                                                "hash_arrow", HASH_SCHEMA).collect()]
@@ -376,7 +376,7 @@ def _own_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     """`_lines` from Python tasks (replay/scan.py `lines_arrow`): on the million-event journal
     the SQL scan's executors spent about 12 us of JVM CPU a line (its split into rows, the
     checksum expression, `from_json` of each header)."""
-    from .scan import LINES_SCHEMA
+    from replay.scan import LINES_SCHEMA
 
     return _segment_tasks(spark, [(p, p.rsplit("/", 1)[0], _name_seq(p)) for p in paths],
                           "path STRING, journal STRING, name_seq BIGINT", "lines_arrow", LINES_SCHEMA)
