@@ -369,7 +369,7 @@ def _lines_of(spark: SparkSession, paths: list[str], own_reads: bool) -> DataFra
 
 
 SEGMENTS_PER_SCAN_TASK = 8
-"""About how many segments one task of the Python line scan reads (`_own_lines`)."""
+"""About how many segments one task of the Python hash or line scan reads (`_segment_tasks`)."""
 
 
 def _own_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -651,10 +651,10 @@ def run(spark: SparkSession, journal: str | list[str], out: str, *, ship: bool =
     When `out` is on the local file system (and `direct_io`), the fold tasks write the per-unit
     Parquet files of the four big tables themselves with pyarrow (`tasks.stage_files`) instead
     of handing their rows to Spark's writer: the rows never become JVM rows, are not cached, and
-    are not scanned once per table. When the journals are (and `direct_io`), the fold tasks
-    read their head segments themselves too (`tasks.read_segment`). Elsewhere (hdfs:// and the
-    like) Spark reads and writes them; tests/replay/test_job.py holds both ways to the same
-    tables."""
+    are not scanned once per table. When the journals are (and `direct_io`), Python tasks read
+    the segments themselves too (`tasks.read_segment`): to hash them, to check their lines
+    (replay/scan.py) and to fold their units. Elsewhere (hdfs:// and the like) Spark reads and
+    writes them; tests/replay/test_job.py holds both ways to the same rows and tables."""
     started = time.perf_counter()
     sc = spark.sparkContext
     try:

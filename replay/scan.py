@@ -127,7 +127,7 @@ def check_lines(data: bytes, loads) -> tuple[list, ...]:
     return cols
 
 
-HASH_SCHEMA = "path STRING, sha STRING, chars BIGINT, prefix STRING, error STRING"
+HASH_SCHEMA = "path STRING, sha STRING, chars BIGINT, prefix STRING"
 
 
 def hash_arrow(batches, schema):
@@ -135,7 +135,7 @@ def hash_arrow(batches, schema):
     the prefix to hash as well, or null), batches of `HASH_SCHEMA` out. The hash is SHA-256 of
     the decompressed bytes, as Spark's `sha2` of the text; the length counts characters
     (code points), as Spark's `length` does for UTF-8 text (bytes that are not UTF-8 count one
-    each here); a segment that cannot be read has its error instead."""
+    each here); a segment that cannot be read has none (`job._unreadable` says why)."""
     import hashlib
     import zlib as _zlib
 
@@ -148,16 +148,16 @@ def hash_arrow(batches, schema):
         for path, pchars in zip(b.column("path").to_pylist(), b.column("pchars").to_pylist()):
             try:
                 data = read_segment(path)
-            except (OSError, EOFError, _zlib.error) as exc:
-                row = (None, None, None, f"{exc}")
+            except (OSError, EOFError, _zlib.error):
+                row = (None, None, None)
             else:
                 text = data.decode("utf-8", "surrogateescape")
                 prefix = None
                 if pchars is not None:
                     prefix = hashlib.sha256(text[:pchars].encode("utf-8", "surrogateescape")).hexdigest()
-                row = (hashlib.sha256(data).hexdigest(), len(text), prefix, None)
+                row = (hashlib.sha256(data).hexdigest(), len(text), prefix)
             out["path"].append(path)
-            for name, value in zip(("sha", "chars", "prefix", "error"), row):
+            for name, value in zip(("sha", "chars", "prefix"), row):
                 out[name].append(value)
         yield pa.RecordBatch.from_arrays([pa.array(out[f.name], f.type) for f in schema], schema=schema)
 
