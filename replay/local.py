@@ -19,7 +19,7 @@ from .fold import UnitFold
 from adapters.journal.format import InvalidRecord, find_journals, list_segments
 from .collector import gc_paused
 from .records import verify_line
-from .tasks import read_segment
+from .tasks import read_segment, split_lines
 from .plan import SegmentSummary, check_segments, finding, mixed_clusters, plan_units, trailing_unit, unit_of
 
 
@@ -30,11 +30,7 @@ def segment_lines(path: Path) -> tuple[list[bytes], bool, str | None]:
         data = read_segment(str(path))
     except (OSError, EOFError, zlib.error) as exc:
         return [], False, str(exc)
-    lines = data.split(b"\n")
-    torn = lines[-1] != b""
-    if not torn:
-        lines.pop()
-    return lines, torn, None
+    return (*split_lines(data), None)
 
 
 class Replay:

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 import zlib
 
+from .tasks import split_lines
+
 LINES_SCHEMA = ("journal STRING, path STRING, name_seq BIGINT, line INT, torn BOOLEAN, has_nul BOOLEAN, "
                 "ok BOOLEAN, crc_ok BOOLEAN, seq BIGINT, type STRING, event_seq BIGINT, cluster_id STRING")
 
@@ -80,12 +82,8 @@ def check_lines(data: bytes, loads) -> tuple[list, ...]:
     """The checks of every line of one segment's bytes, as columns: line numbers, torn,
     has_nul, ok, crc_ok, seq, type, event_seq, cluster_id. `loads` parses JSON bytes and raises
     ValueError on bad JSON (`adapters.runtime.jsonfast.loads`)."""
-    pieces = data.split(b"\n")
-    if pieces[-1] == b"":
-        pieces.pop()  # the file ends with a newline: no torn line
-        torn_line = 0
-    else:
-        torn_line = len(pieces)
+    pieces, torn_last = split_lines(data)
+    torn_line = len(pieces) if torn_last else 0
     cols = tuple([] for _ in range(9))
     line_no, torn, has_nul, ok, crc, seqs, types, event_seqs, clusters = cols
     for i, raw in enumerate(pieces, 1):

@@ -85,6 +85,17 @@ def read_segment(path: str) -> bytes:
     return gzip.decompress(data) if path.endswith(".gz") else data
 
 
+def split_lines(data):
+    """A segment's lines without their "\\n" (of its bytes, or of the str Spark read), and whether
+    the last one is torn: written without its "\\n" (it stays in the list)."""
+    newline = b"\n" if data.__class__ is bytes else "\n"
+    lines = data.split(newline)
+    torn = lines[-1] != newline[:0]
+    if not torn:
+        lines.pop()
+    return lines, torn
+
+
 def stage_files(direct: dict, kind: str, rows, uid: str, day: str | None) -> None:
     """Write one unit's rows of one kind (an Arrow struct array) as a Parquet file under
     `direct["root"]`/<table>/journal=<j>/date=<day>/unit=<uid>/, one file per journal value:
@@ -141,12 +152,9 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             started = time.perf_counter()
             u = units[unit_id]
             lo, tail = u["lo"], u.get("tail", u["hi"])
-            newline = b"\n" if text.__class__ is bytes else "\n"  # (read here, or by Spark)
-            raw_lines = text.split(newline)
-            if raw_lines and raw_lines[-1] == newline[:0]:
-                raw_lines.pop()
-            else:
-                raw_lines = raw_lines[:-1]  # a torn last line: reported by the segment checks
+            raw_lines, torn = split_lines(text)
+            if torn:
+                raw_lines.pop()  # reported by the segment checks
             head = None
             records = []
             for n, line in enumerate(raw_lines, 1):
