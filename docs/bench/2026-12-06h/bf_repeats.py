@@ -1,7 +1,7 @@
 """The core benchmark's broker failure (benchmarks/core_step.py) at 100,000 partitions, each of seven
 repetitions printed: how far one decision and its release vary in one process. NOGC=1 pauses
-the cyclic collector, as the controller loop does during a burst."""
-import sys, statistics
+the cyclic collector, as the controller loop does during a burst. Unlike `core_step`, it leaves glibc's mmap
+threshold at its default (no `adapters.runtime.heap.configure()`)."""
 from benchmarks import core_step as cs
 from controller_core.step import step
 from controller_core import events as E
