@@ -12,7 +12,8 @@ on the local file system (`job.run(direct_io=True)`): each task reads its segmen
 The line checks are the SQL scan's, line for line:
 
 - `crc_ok`: the line starts `{"crc":"<8 hex>",` and the hex is the lowercase CRC-32 of the line
-  with its `"crc"` member cut out (adapters/journal/format.py);
+  with its `"crc"` member cut out (`adapters.journal.format.checksum_problem`, the journal
+  reader's own rule);
 - the header (seq, controller id and epoch, at, type, v) is parsed from the line's prefix up to
   `,"body":` (the writer's key order), else from the whole line; `ok` when the checksum holds and
   every header field has its type (an int of 64 bits, `type` a string: the journal format's
@@ -30,31 +31,22 @@ from __future__ import annotations
 import re
 import zlib
 
+from adapters.journal.format import REQUIRED_FIELDS, checksum_problem
+
 from .tasks import split_lines
 
 LINES_SCHEMA = ("journal STRING, path STRING, name_seq BIGINT, line INT, torn BOOLEAN, has_nul BOOLEAN, "
                 "ok BOOLEAN, crc_ok BOOLEAN, seq BIGINT, type STRING, event_seq BIGINT, cluster_id STRING")
 
-_PREFIX = b'{"crc":"'
 _BODY = b',"body":'
 _EFFECTS_BODY = b',"body":{"event_seq":'  # (the writer's effects records: parsed whole, once)
-_HEX = frozenset(b"0123456789abcdef")
-_CRC_OF_BRACE = zlib.crc32(b"{")
-_INT_FIELDS = ("seq", "controller_id", "controller_epoch", "at", "v")
+_INT_FIELDS = tuple(name for name, kind in REQUIRED_FIELDS.items() if kind is int)
 _LOW, _HIGH = -(1 << 63), (1 << 63) - 1
 _CLUSTER_ID = re.compile(r'"type":"snapshot","v":\d+,"body":\{"cluster_id":"([^"]*)"', re.ASCII)
 
 
-def _crc_ok(raw: bytes) -> bool:
-    if raw[:8] != _PREFIX or raw[16:18] != b'",':
-        return False
-    stored = raw[8:16]
-    if not _HEX.issuperset(stored):
-        return False
-    return int(stored, 16) == zlib.crc32(memoryview(raw)[18:], _CRC_OF_BRACE)
-
-
 def _int(value):
+    """The value if it is an int of 64 bits (the SQL scan's BIGINT), else None."""
     return value if type(value) is int and _LOW <= value <= _HIGH else None
 
 
@@ -63,7 +55,7 @@ def _header(obj) -> tuple | None:
     if type(obj) is not dict:
         return None
     get = obj.get
-    for name in _INT_FIELDS:
+    for name in _INT_FIELDS:  # (`_int` inlined: this runs for every line of a journal)
         value = get(name)
         if type(value) is not int or not _LOW <= value <= _HIGH:
             return None
@@ -90,7 +82,7 @@ def check_lines(data: bytes, loads) -> tuple[list, ...]:
         line_no.append(i)
         torn.append(i == torn_line)
         has_nul.append(b"\0" in raw)
-        good = _crc_ok(raw)
+        good = checksum_problem(raw) is None
         crc.append(good)
         head = record = None
         if good:
@@ -135,7 +127,6 @@ def hash_arrow(batches, schema):
     (code points), as Spark's `length` does for UTF-8 text (bytes that are not UTF-8 count one
     each here); a segment that cannot be read has none (`job._unreadable` says why)."""
     import hashlib
-    import zlib as _zlib
 
     import pyarrow as pa
 
@@ -146,7 +137,7 @@ def hash_arrow(batches, schema):
         for path, pchars in zip(b.column("path").to_pylist(), b.column("pchars").to_pylist()):
             try:
                 data = read_segment(path)
-            except (OSError, EOFError, _zlib.error):
+            except (OSError, EOFError, zlib.error):
                 row = (None, None, None)
             else:
                 text = data.decode("utf-8", "surrogateescape")

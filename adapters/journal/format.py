@@ -171,15 +171,27 @@ def verify_line(line: str | bytes, loads: Callable[[bytes], object] = json.loads
     return _verify_bytes(raw, loads)
 
 
-def _verify_bytes(raw: bytes, loads: Callable[[bytes], object] = json.loads) -> dict:
-    if len(raw) < REST_START + 1 or not raw.startswith(_CRC_PREFIX_B):
-        raise InvalidRecord('line does not start with {"crc":"<8 hex>",')
+def checksum_problem(raw: bytes) -> str | None:
+    """Why a record line's bytes (without its "\\n") fail the checksum rule of the module
+    docstring, or None when they pass. Only the checksum: whether the rest is a record is
+    `verify_line`'s business (the replay's line scan, replay/scan.py, asks this alone)."""
+    if not raw.startswith(_CRC_PREFIX_B):
+        return 'line does not start with {"crc":"<8 hex>",'
     stored = raw[CRC_PREFIX_LEN : CRC_PREFIX_LEN + 8]
     if raw[CRC_PREFIX_LEN + 8 : REST_START] != b'",' or not _HEX.issuperset(stored):
-        raise InvalidRecord('line does not start with {"crc":"<8 lowercase hex>",')
+        return 'line does not start with {"crc":"<8 lowercase hex>",'
     actual = zlib.crc32(memoryview(raw)[REST_START:], _CRC_OF_BRACE)
     if int(stored, 16) != actual:
-        raise InvalidRecord(f"checksum mismatch: stored {stored.decode()}, computed {actual:08x}")
+        return f"checksum mismatch: stored {stored.decode()}, computed {actual:08x}"
+    return None
+
+
+def _verify_bytes(raw: bytes, loads: Callable[[bytes], object] = json.loads) -> dict:
+    if len(raw) < REST_START + 1:
+        raise InvalidRecord('line does not start with {"crc":"<8 hex>",')
+    problem = checksum_problem(raw)
+    if problem is not None:
+        raise InvalidRecord(problem)
     try:
         record = loads(raw)
     except ValueError as exc:  # UnicodeDecodeError is a ValueError too
