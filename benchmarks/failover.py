@@ -411,7 +411,7 @@ its session, and the controller's BrokersChanged sends the survivors LeaderAndIs
 partitions it followed (no leader moves). Its answer comes with the last release, so those
 requests queue behind the shutdown's at every broker. Counted until 2026-12-06 (night), they
 made the end a race between the victim's exit and the brokers' acknowledgements: batched runs
-of one command took 250-300 ms or 400-670 ms depending on which came first, and `kafka-2.4`,
+of one command took 247-298 ms or 394-668 ms depending on which came first, and `kafka-2.4`,
 slower than the victim's exit, always waited for them."""
 
 

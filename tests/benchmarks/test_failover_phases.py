@@ -135,7 +135,7 @@ def _lai(broker: int) -> C.SendLeaderAndIsr:
 async def test_a_controlled_shutdowns_end_does_not_wait_for_the_victims_departure():
     """The victim leaves once answered, and the controller's BrokersChanged sends the survivors
     LeaderAndIsr again; the end is the acknowledgement of the shutdown's own requests (request
-    and release), not of those: the runs of 2026-12-06 (night) took 250-300 or 400-670 ms
+    and release), not of those: the runs of 2026-12-06 (night) took 247-298 or 394-668 ms
     depending on whether the departure came before the brokers' last acknowledgement."""
     survivors = (2, 3)
     probe = _probe(t0=100.0)
