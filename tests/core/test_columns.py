@@ -3,11 +3,17 @@ replica states in assignment order), copies only the chunks a change touches, an
 changed through a chain of deltas equals the image built from scratch."""
 from __future__ import annotations
 
+import json
+import re
+
 import attrs
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller_core import columns
+from controller_core.codec_errors import CodecError
 from controller_core.columns import CHUNK, EMPTY_IMAGE, PartitionImage, as_image
 from controller_core.machines import PartitionState, ReplicaState
 from controller_core.pmap import pmap
@@ -263,7 +269,6 @@ def test_replica_states_and_assignments_read_in_bulk_are_what_the_partitions_giv
 def test_a_change_over_most_of_the_image_writes_whole_columns_as_a_chunk_at_a_time_would(seed, n_groups):
     """`with_columns` lays changed columns out whole from 16 chunks' worth of rows on: the same
     image as the chunk-at-a-time way, unchanged chunks still shared."""
-    from controller_core import columns
 
     rng = np.random.default_rng(seed)
     n = 24 * CHUNK + int(rng.integers(0, CHUNK))
@@ -303,3 +308,81 @@ def test_a_change_over_most_of_the_image_writes_whole_columns_as_a_chunk_at_a_ti
     if sum(len(r) for r, _ in groups) >= columns._WHOLE_COLUMNS * CHUNK:
         untouched = set(range(len(image.chunks))) - {int(c) for r, _ in groups for c in np.unique(r >> 10)}
         assert all(whole.chunks[c] is image.chunks[c] for c in untouched)
+
+
+# -- a snapshot's columns read back (codec v5) -----------------------------------------------------
+
+def _round_trip(image: PartitionImage):
+    encoded = columns.encode_columns(image)
+    return None if encoded is None else json.loads(json.dumps(encoded))
+
+
+def _raise(message):
+    raise CodecError(message)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(tps, infos(), min_size=1, max_size=60))
+def test_a_snapshot_s_columns_become_the_image_s_arrays_as_reading_them_a_partition_at_a_time_would(parts):
+    image = as_image(parts)
+    encoded = _round_trip(image)
+    if encoded is None:
+        return  # (an odd partition: the per-partition layout of v4)
+    fast = columns._decoded_columns(encoded)
+    assert fast is not None
+    assert _same_columns(fast, columns._decode_partitions(encoded, _raise))
+    assert fast == image and dict(fast.items()) == {tp: canonical(info) for tp, info in parts.items()}
+    assert columns.encode_columns(fast) == columns.encode_columns(image)
+
+
+def _damaged(encoded: dict, how: str) -> dict:
+    d = json.loads(json.dumps(encoded))
+    if how == "float leader":
+        d["leader"][0] = 1.5
+    elif how == "bool states":
+        d["has_state"] = [bool(v) for v in d["has_state"]]
+    elif how == "unsorted":
+        for k in columns._COLUMN_KEYS[:12]:
+            d[k] = d[k][::-1]
+    elif how == "listed twice":
+        for k in columns._COLUMN_KEYS[:12]:
+            d[k] = d[k] + d[k][-1:]
+    elif how == "beyond int32":
+        d["zk_version"][0] = 2 ** 31
+        d["has_state"][0] = 1
+    elif how == "a replica twice":
+        d["replicas"][0], d["rstate"][0] = [1, 1], [0, 0]
+    elif how == "ISR id -1":
+        d["has_state"][0] = 1
+        d["isr"][0] = [-1]
+    elif how == "unknown state":
+        d["replica_states"][0] = "NoSuchReplica"
+    elif how == "states not matching replicas":
+        d["rstate"][0] = d["rstate"][0] + [0]
+    elif how == "a code past the names":
+        d["pstate"][0] = len(d["partition_states"])
+    elif how == "adding out of order":
+        d["replicas"][0], d["rstate"][0] = [1, 2], [0, 0]
+        d["adding"][0] = [2, 1]
+    return d
+
+
+DAMAGES = ("float leader", "bool states", "unsorted", "listed twice", "beyond int32", "a replica twice", "ISR id -1",
+           "unknown state", "states not matching replicas", "a code past the names", "adding out of order")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(tps, infos(), min_size=2, max_size=20), st.sampled_from(DAMAGES))
+def test_columns_not_as_the_encoder_writes_them_are_read_a_partition_at_a_time(parts, how):
+    encoded = _round_trip(as_image(parts))
+    if encoded is None:
+        return
+    damaged = _damaged(encoded, how)
+    assert columns._decoded_columns(damaged) is None
+    try:
+        slow = columns._decode_partitions(damaged, _raise)
+    except CodecError as exc:
+        with pytest.raises(CodecError, match=re.escape(str(exc))):
+            columns.decode_columns(damaged, _raise)
+    else:
+        assert columns.decode_columns(damaged, _raise) == slow
