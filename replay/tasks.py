@@ -58,20 +58,14 @@ def fold_arrow(batches, unit_of_head: dict, units: dict, display: dict, boundary
             return ()
         return (batch(kind, rows, uid, day),)
 
-    current, rows, spent = None, [], {}
-    for kind, row, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
-        if (kind, uid, day) != current:
-            if rows:
-                started = time.perf_counter()
-                done = flush(*current[:1], rows, *current[1:])
-                spent[current[1]] = spent.get(current[1], 0.0) + time.perf_counter() - started
-                yield from done
-            current, rows = (kind, uid, day), []
-        if kind == "unit":  # its unit's last row: every big row set of the unit is written by now
-            row["write_seconds"] = spent.get(uid, 0.0)
-        rows.append(row)
-    if rows:
-        yield from flush(*current[:1], rows, *current[1:])
+    spent: dict[str, float] = {}
+    for kind, rows, uid, day in fold_files(files(), unit_of_head, units, display, boundary):
+        if kind == "unit":  # its unit's last rows: every big row set of the unit is written by now
+            rows[0]["write_seconds"] = spent.get(uid, 0.0)
+        started = time.perf_counter()
+        done = flush(kind, rows, uid, day)
+        spent[uid] = spent.get(uid, 0.0) + time.perf_counter() - started
+        yield from done
 
 
 def read_segment(path: str) -> bytes:
@@ -128,8 +122,9 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
     `read_segment` read), each the head segment of a fold unit. The
     unit's records are the file's records within the unit's range plus its `boundary` records
     found in other segments: (seq, type, path, line, text, event_seq). Yields
-    (kind, row, unit id, UTC day of the unit's head): the last two place the unit's rows in the
-    tables (replay/checkpoint.py)."""
+    (kind, rows, unit id, UTC day of the unit's head), a unit's rows of one kind as one list
+    (never empty; its "unit" summary last, alone): the last two place the rows in the tables
+    (replay/checkpoint.py)."""
     import time
 
     from . import package
@@ -179,10 +174,10 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             name = display[u["journal"]]
             uid = u["uid"]
             if head is None:
-                yield "finding", {"rule": "undecodable-record", "severity": "violation", "journal": name,
-                                  "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
-                                  "topic": None, "partition": None,
-                                  "detail": "the head snapshot of this unit cannot be read"}, uid, None
+                yield "finding", [{"rule": "undecodable-record", "severity": "violation", "journal": name,
+                                   "file": path, "line": 1, "seq": u["snapshot_seq"], "time": None,
+                                   "topic": None, "partition": None,
+                                   "detail": "the head snapshot of this unit cannot be read"}], uid, None
                 continue
             parsed = time.perf_counter() - started
             fold = UnitFold(u, name).run(head, records)
@@ -191,14 +186,14 @@ def fold_files(files, unit_of_head: dict, units: dict, display: dict, boundary: 
             for kind, rows in (("timeline", fold.timeline), ("election", fold.elections), ("event", fold.events),
                                ("finding", fold.findings), ("term", fold.terms), ("broker", fold.brokers),
                                ("reassign", fold.reassignments)):
-                for r in rows:
-                    yield kind, r, uid, day
+                if rows:
+                    yield kind, rows, uid, day
             decisions, outcomes = fold.leftovers()
-            for d in decisions:
-                yield "decision", d, uid, day
-            for o in outcomes:
-                yield "outcome", o, uid, day
-            yield "unit", fold.summary, uid, day
+            if decisions:
+                yield "decision", decisions, uid, day
+            if outcomes:
+                yield "outcome", outcomes, uid, day
+            yield "unit", [fold.summary], uid, day
 
 
 WALK_SCHEMA = "kind STRING, payload STRING, t BIGINT, b INT, d INT, final BOOLEAN"

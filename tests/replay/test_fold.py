@@ -152,9 +152,11 @@ def test_a_head_segment_read_by_its_task_folds_as_the_text_spark_hands_over(gene
         paths = [u.head_path for u in heads[:-1]] + [flipped]
         of_head = dict(zip(paths, (u.unit for u in heads)))
         rows = []
-        for kind, row, uid, day in tasks.fold_files(((p, read(p)) for p in paths), of_head, meta, display, {}):
-            row = {k: v for k, v in row.items() if not k.endswith("_seconds") and k != "replay_us"}
-            rows.append((kind, json.dumps(row, sort_keys=True, default=str), uid, day))
+        for kind, kind_rows, uid, day in tasks.fold_files(((p, read(p)) for p in paths), of_head, meta, display, {}):
+            assert kind_rows
+            for row in kind_rows:
+                row = {k: v for k, v in row.items() if not k.endswith("_seconds") and k != "replay_us"}
+                rows.append((kind, json.dumps(row, sort_keys=True, default=str), uid, day))
         return rows
 
     as_bytes = folded(tasks.read_segment)
