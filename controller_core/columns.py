@@ -1318,7 +1318,10 @@ def decode_columns(d: dict, error) -> PartitionImage:
     if set(d) != set(_COLUMN_KEYS):
         missing, extra = sorted(set(_COLUMN_KEYS) - set(d)), sorted(set(d) - set(_COLUMN_KEYS))
         error(f"partition columns: missing {missing}, unknown {extra}")
-    image = _decoded_columns(d)
+    try:
+        image = _decoded_columns(d)
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError):
+        image = None  # (numpy refused a value: a list where an int belongs, say)
     return image if image is not None else _decode_partitions(d, error)
 
 

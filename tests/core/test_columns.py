@@ -361,6 +361,9 @@ def _damaged(encoded: dict, how: str) -> dict:
         d["rstate"][0] = d["rstate"][0] + [0]
     elif how == "a code past the names":
         d["pstate"][0] = len(d["partition_states"])
+    elif how == "lists inside values":
+        d["leader"][0] = [1, 2]
+        d["isr"][-1] = [[1], [2, 3]]
     elif how == "adding out of order":
         d["replicas"][0], d["rstate"][0] = [1, 2], [0, 0]
         d["adding"][0] = [2, 1]
@@ -368,7 +371,8 @@ def _damaged(encoded: dict, how: str) -> dict:
 
 
 DAMAGES = ("float leader", "bool states", "unsorted", "listed twice", "beyond int32", "a replica twice", "ISR id -1",
-           "unknown state", "states not matching replicas", "a code past the names", "adding out of order")
+           "unknown state", "states not matching replicas", "a code past the names", "adding out of order",
+           "lists inside values")
 
 
 @settings(max_examples=40, deadline=None)
@@ -378,7 +382,10 @@ def test_columns_not_as_the_encoder_writes_them_are_read_a_partition_at_a_time(p
     if encoded is None:
         return
     damaged = _damaged(encoded, how)
-    assert columns._decoded_columns(damaged) is None
+    try:
+        assert columns._decoded_columns(damaged) is None
+    except ValueError:
+        assert how == "lists inside values"  # numpy's refusal, which decode_columns catches
     try:
         slow = columns._decode_partitions(damaged, _raise)
     except CodecError as exc:
