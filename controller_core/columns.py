@@ -1425,9 +1425,8 @@ def _decoded_columns(d: dict) -> "PartitionImage | None":
             removing[k, :len(replicas)] = [x in r for x in replicas]
         elif a.__class__ is not list or r.__class__ is not list:
             return None
-    for name, a in (("leader", leader), ("leader_epoch", leader_epoch), ("controller_epoch", controller_epoch),
-                    ("zk_version", zk_version)):
-        a[~has] = 0  # as `build` writes a partition without a leader-and-ISR
+    for column in (leader, leader_epoch, controller_epoch, zk_version):
+        column[~has] = 0  # as `build` writes a partition without a leader-and-ISR
     return PartitionImage.from_columns(tps, width, {
         "present": np.ones(n, bool), "has_state": has,
         "leader": leader.astype(np.int32), "leader_epoch": leader_epoch.astype(np.int32),

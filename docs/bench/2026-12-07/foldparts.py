@@ -39,7 +39,6 @@ def go():
                 import json; s = json.loads(b.column("small")[0].as_py()); ev += s["events"]; st += s["step_seconds"]
     return ev, st
 import replay.fold as F, replay.tasks as TK, replay.records as R
-from controller_core import codec
 parts = {}
 def wrap(owner, name, part):
     real = getattr(owner, name)
@@ -67,9 +66,3 @@ else:
 dt = time.process_time() - t
 print(f"events {ev} cpu {dt:.2f} s step {st:.2f} s -> per event {1e6*dt/ev:.1f} us, step {1e6*st/ev:.1f} us, rest {1e6*(dt-st)/ev:.1f} us")
 for k, v in sorted(parts.items(), key=lambda x: -x[1]): print(f"  {k:32s} {v:7.2f} s {1e6*v/ev:7.1f} us/event")
-raise SystemExit
-t = time.process_time()
-with gc_paused():
-    ev, st = go()
-dt = time.process_time() - t
-print(f"GC PAUSED: events {ev} cpu {dt:.2f} s step {st:.2f} s -> per event {1e6*dt/ev:.1f} us, step {1e6*st/ev:.1f} us, rest {1e6*(dt-st)/ev:.1f} us")

@@ -1,4 +1,4 @@
-import sys, json
+import sys
 from benchmarks.sampled_units import sampled_units
 from replay.records import verify_line
 from controller_core import codec, columns

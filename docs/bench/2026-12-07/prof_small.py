@@ -1,5 +1,5 @@
 """cProfile of small events of one type (their commands name <= N partitions)."""
-import sys, cProfile, pstats, importlib
+import sys, cProfile, pstats
 from benchmarks.sampled_units import sampled_units, fold
 import replay.fold as F
 from controller_core import events as E

@@ -1,6 +1,5 @@
 import sys, cProfile, pstats
 from benchmarks.sampled_units import sampled_units, fold
-from controller_core import outcomes
 import importlib
 S = importlib.import_module("controller_core.step")
 from controller_core import events as E

@@ -1,5 +1,5 @@
 """Per event of a type: its size (partitions it names) against step and digest time."""
-import sys, time, importlib, collections
+import sys, time, collections
 from benchmarks.sampled_units import sampled_units, fold
 import replay.fold as F
 from controller_core import events as E
