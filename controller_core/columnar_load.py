@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .columns import _I32, EMPTY_IMAGE, MIN_WIDTH, P_CODE, PAD, R_CODE, R_NON_EXISTENT, PartitionImage, _is_odd
+from .columns import _I32, EMPTY_IMAGE, MIN_WIDTH, P_CODE, PAD, R_CODE, R_NON_EXISTENT, PartitionImage, _is_odd, _packed
 from .machines import PartitionState, ReplicaState
 from .partition_info import PartitionInfo, _pair
 from .snapshot_states import SnapshotStates
@@ -233,17 +233,6 @@ def load(topics: tuple, partition_states, live: frozenset[int]) -> Loaded | None
         "rstate": rstate,
     })
     return Loaded(accepted, image, rejected)
-
-
-def _packed(flat: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray:
-    """The rows whose values are `flat` (row after row, `lens[k]` values in row k) as a
-    left-packed `[len(lens), width]` matrix padded with PAD. Row-major boolean assignment fills
-    each row's leading cells in order: no tuple is built per row (on a heap holding a
-    100,000-partition snapshot, each allocation of many small tuples costs garbage-collector
-    passes over all of it)."""
-    m = np.full((len(lens), width), PAD, np.int64)
-    m[np.arange(width) < lens[:, None]] = flat
-    return m
 
 
 def _states_in_order(by_name: list, partition_states: tuple, n: int) -> tuple[list | None, list | None]:

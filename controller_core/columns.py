@@ -1345,11 +1345,16 @@ def _ragged(rows: list, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     return None if flat is None else (lens, flat)
 
 
-def _padded(lens: np.ndarray, flat: np.ndarray, width: int, fill, dtype) -> np.ndarray:
-    """Rows of `lens[k]` values (`flat`, row after row) left-packed into `[len(lens), width]`."""
-    out = np.full((len(lens), width), fill, dtype)
-    out[np.arange(width) < lens[:, None]] = flat  # row-major: each row's first lens[k] cells
-    return out
+def _packed(flat: np.ndarray, lens: np.ndarray, width: int, fill=PAD, dtype=np.int64) -> np.ndarray:
+    """The rows whose values are `flat` (row after row, `lens[k]` values in row k) as a
+    left-packed `[len(lens), width]` matrix padded with `fill`. Row-major boolean assignment
+    fills each row's leading cells in order: no tuple is built per row (on a heap holding a
+    100,000-partition snapshot, each allocation of many small tuples costs garbage-collector
+    passes over all of it). A new controller's load (columnar_load.py) and a snapshot's
+    columns (`decode_columns`) read their matrices this way."""
+    m = np.full((len(lens), width), fill, dtype)
+    m[np.arange(width) < lens[:, None]] = flat
+    return m
 
 
 def _decoded_columns(d: dict) -> "PartitionImage | None":
@@ -1392,12 +1397,12 @@ def _decoded_columns(d: dict) -> "PartitionImage | None":
             (states[1] < 0).any() or (states[1] >= len(d["replica_states"])).any():
         return None
     width = max(MIN_WIDTH, int(rep_lens.max()), int(isr_lens[has].max()) if has.any() else 0)
-    rep_m = _padded(rep_lens, rep_flat, width, PAD, np.int64)
+    rep_m = _packed(rep_flat, rep_lens, width)
     ordered = np.sort(rep_m, axis=1)
     if ((ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD)).any():
         return None  # a replica listed twice: odd
     # (a partition without a leader-and-ISR has no ISR, whatever its list held, however long)
-    isr_m = _padded(isr_lens, isr_flat, max(width, int(isr_lens.max())), PAD, np.int64)[:, :width]
+    isr_m = _packed(isr_flat, isr_lens, max(width, int(isr_lens.max())))[:, :width]
     isr_m[~has] = PAD
     if (isr_m[has] < PAD).any() or (isr_m > high).any() or (leader[has] < low).any() or (leader[has] > high).any() \
             or (leader_epoch[has] < 0).any() or (leader_epoch[has] > high).any() \
@@ -1433,7 +1438,7 @@ def _decoded_columns(d: dict) -> "PartitionImage | None":
         "controller_epoch": controller_epoch.astype(np.int32), "zk_version": zk_version.astype(np.int32),
         "replicas": rep_m.astype(np.int32), "isr": isr_m.astype(np.int32),
         "adding": adding, "removing": removing, "moving": moving,
-        "pstate": pcodes[pstate], "rstate": _padded(rep_lens, rcodes[states[1]], width, R_NON_EXISTENT, np.int8),
+        "pstate": pcodes[pstate], "rstate": _packed(rcodes[states[1]], rep_lens, width, R_NON_EXISTENT, np.int8),
     })
 
 
